@@ -1,0 +1,51 @@
+"""The link contract: who may link to whom, and the link to the immediate parent."""
+
+from __future__ import annotations
+
+from .errors import ForestError
+from .inspect import Snapshot
+from .issues import Issue
+from .layers import BY_DIR
+from .routes import Route, link_target, parse_route
+
+
+def audit(snap: Snapshot) -> list[Issue]:
+    """Link issues only; callers combine them with ``validate``."""
+    issues: list[Issue] = []
+    targets = {link_target(path) for path in snap.routes}
+    for path, facts in snap.facts.items():
+        route = snap.routes[path]
+        if route.layer.key == "istm":
+            continue  # JSONL is data, not Markdown: text in payloads is never a link
+        linked: set[str] = set()
+        for link in facts.links:
+            issue = _check_link(route, link.target, targets)
+            if issue:
+                issues.append(Issue(path, issue[0], f"line {link.line}: {issue[1]}"))
+            linked.add(link.target)
+        parent = route.parent_path
+        if parent and link_target(parent) not in linked:
+            issues.append(Issue(path, "link_parent_missing",
+                                f"does not link to its parent [[{link_target(parent)}]]"))
+    return sorted(set(issues))
+
+
+def _check_link(source: Route, target: str, targets: set[str]) -> tuple[str, str] | None:
+    if source.layer.key == "daily":
+        return "link_in_source_layer", "Daily records hold no wikilinks; cite sources as paths"
+    first = target.split("/", 1)[0]
+    if first not in BY_DIR:
+        return "link_not_canonical", f"[[{target[:120]}]] is not a root-relative canonical path"
+    try:
+        route = parse_route(target + BY_DIR[first].extension)
+    except ForestError as exc:
+        return "link_not_canonical", f"[[{target[:120]}]] is not a canonical path ({exc.code})"
+    if route.layer == source.layer:
+        return "link_lateral", f"[[{target[:120]}]] links within the same layer"
+    if route.layer.key not in source.layer.links_to:
+        return "link_nonadjacent", (
+            f"'{source.layer.dirname}' may not link to '{route.layer.dirname}'"
+        )
+    if target not in targets:
+        return "link_unresolved", f"[[{target[:120]}]] does not resolve to a file"
+    return None

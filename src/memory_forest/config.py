@@ -1,0 +1,110 @@
+"""``.memory-forest/forest.json``: strict load, defaults and limits.
+
+Hand-parsed on purpose: this file is read on the per-turn path, where
+importing pydantic would cost more than the whole lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ForestError
+from .jsonio import StrictJSONError, loads_strict
+from .layers import LAYERS, STATE_DIR
+
+CONFIG_NAME = "forest.json"
+CONFIG_SCHEMA_VERSION = 1
+_FOREST_ID = re.compile(r"[0-9a-f]{32}")
+_KEYS = {"schema_version", "forest_id", "layers", "limits"}
+
+DEFAULT_LIMITS: dict[str, int] = {
+    "max_files": 200_000,
+    "max_dirs": 100_000,
+    "max_depth": 32,
+    "max_file_bytes": 4 * 1024 * 1024,
+    "max_total_bytes": 2 * 1024 * 1024 * 1024,
+    "max_links_per_document": 10_000,
+    "max_results": 1_000,
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    forest_id: str | None
+    limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    present: bool = True
+    schema_version: int = CONFIG_SCHEMA_VERSION
+
+
+def config_path(root: Path) -> Path:
+    return root / STATE_DIR / CONFIG_NAME
+
+
+def new_config_bytes() -> bytes:
+    data = {
+        "schema_version": CONFIG_SCHEMA_VERSION,
+        "forest_id": secrets.token_hex(16),
+        "layers": [layer.dirname for layer in LAYERS],
+    }
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def load_config(root: Path) -> Config:
+    """Load the forest config; a forest without one uses the defaults."""
+    path = config_path(root)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config(forest_id=None, present=False)
+    except OSError as exc:
+        raise ForestError("config_unreadable", f"cannot read {STATE_DIR}/{CONFIG_NAME}",
+                          {"error": type(exc).__name__}) from None
+    return parse_config(raw)
+
+
+def parse_config(raw: bytes) -> Config:
+    try:
+        data = loads_strict(raw)
+    except StrictJSONError as exc:
+        code = "config_duplicate_key" if exc.kind == "duplicate_key" else "config_invalid_json"
+        raise _bad(code, f"forest.json is not valid strict JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _bad("config_invalid_json", "forest.json must hold one JSON object")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise _bad("config_unknown_key", f"unknown key(s) in forest.json: {', '.join(unknown)}")
+    version = data.get("schema_version")
+    if type(version) is not int:
+        raise _bad("config_bad_schema_version", "schema_version must be an integer")
+    if version != CONFIG_SCHEMA_VERSION:
+        raise _bad("config_unsupported_schema_version",
+                   f"forest.json schema_version {version} is not supported "
+                   f"(this tool reads {CONFIG_SCHEMA_VERSION})")
+    forest_id = data.get("forest_id")
+    if not isinstance(forest_id, str) or not _FOREST_ID.fullmatch(forest_id):
+        raise _bad("config_bad_forest_id", "forest_id must be 32 lowercase hex characters")
+    if data.get("layers") != [layer.dirname for layer in LAYERS]:
+        raise _bad("config_bad_layers", "layers must list the seven canonical layer directories")
+    return Config(forest_id=forest_id, limits=_limits(data.get("limits", {})))
+
+
+def _limits(raw: Any) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        raise _bad("config_bad_limits", "limits must be an object")
+    limits = dict(DEFAULT_LIMITS)
+    for key, value in raw.items():
+        if key not in DEFAULT_LIMITS:
+            raise _bad("config_bad_limits", f"unknown limit '{key}'")
+        if type(value) is not int or value < 1:
+            raise _bad("config_bad_limits", f"limit '{key}' must be a positive integer")
+        limits[key] = value
+    return limits
+
+
+def _bad(code: str, message: str) -> ForestError:
+    return ForestError(code, message, {"path": f"{STATE_DIR}/{CONFIG_NAME}"})

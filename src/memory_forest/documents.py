@@ -1,0 +1,289 @@
+"""Read one canonical file into ``Facts``: what validate, audit and the index need.
+
+Facts are plain data (JSON round-trippable) so the index can keep them and
+skip re-parsing files whose size and mtime have not changed. The body text is
+returned beside the facts, never inside them: facts may be cached, bodies
+must always come fresh from disk.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from .issues import WARNING, Issue
+from .jsonio import StrictJSONError, loads_strict
+from .routes import Route
+
+STATUSES = ("active", "superseded", "archived")
+ISTM_REQUIRED = ("event_id", "observed_at", "captured_at", "source", "kind", "payload")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str  # as written, without alias or heading, without a trailing ".md"
+    line: int
+    heading: str | None = None
+    alias: str | None = None
+
+
+@dataclass
+class Facts:
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    title: str = ""
+    id: str | None = None
+    status: str = "active"
+    links: list[Link] = field(default_factory=list)
+    event_ids: list[str] = field(default_factory=list)  # ISTM only
+    anchors: list[str] = field(default_factory=list)  # ## headings: Daily entry ids
+    issues: list[Issue] = field(default_factory=list)  # problems local to this file
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Facts:
+        data = dict(data)
+        data["links"] = [Link(**link) for link in data["links"]]
+        data["issues"] = [Issue(**issue) for issue in data["issues"]]
+        return cls(**data)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_facts(route: Route, raw: bytes, mtime_ns: int, max_links: int) -> tuple[Facts, str]:
+    """Parse ``raw`` (the bytes of ``route.path``) into facts and searchable text."""
+    facts = Facts(route.path, len(raw), mtime_ns, sha256_hex(raw))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        facts.issues.append(Issue(route.path, "not_utf8", "file is not valid UTF-8"))
+        facts.title = _stem(route.path)
+        return facts, ""
+    if route.layer.key == "istm":
+        return facts, _read_istm(facts, text)
+    return facts, _read_markdown(facts, text, max_links)
+
+
+def _stem(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0]
+
+
+# --- Markdown -------------------------------------------------------------------------------
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
+    """Return (metadata, body, number of lines before the body).
+
+    Raises ValueError with a short reason when the frontmatter is malformed.
+    """
+    import frontmatter
+
+    text = text.removeprefix("\ufeff")
+    if not text.startswith("---"):
+        return {}, text, 0
+    try:
+        metadata, body = frontmatter.parse(text)
+    except Exception as exc:  # PyYAML raises many classes; all mean "malformed"
+        raise ValueError(type(exc).__name__) from None
+    if not isinstance(metadata, dict):
+        raise ValueError("frontmatter is not a mapping")
+    offset = text.count("\n", 0, len(text) - len(body)) if body else text.count("\n")
+    return metadata, body, offset
+
+
+def _read_markdown(facts: Facts, text: str, max_links: int) -> str:
+    path = facts.path
+    try:
+        meta, body, offset = split_frontmatter(text)
+    except ValueError as exc:
+        facts.issues.append(Issue(path, "frontmatter_invalid",
+                                  f"frontmatter is not well-formed YAML ({exc})"))
+        meta, body, offset = {}, text, 0
+    _check_frontmatter(facts, meta)
+    heading, links, anchors = scan_markdown(body, offset)
+    if len(links) > max_links:
+        facts.issues.append(Issue(path, "limit_exceeded",
+                                  f"more than {max_links} wikilinks (max_links_per_document)"))
+        links = links[:max_links]
+    facts.links = links
+    facts.anchors = anchors
+    title = meta.get("title")
+    facts.title = (title.strip() if isinstance(title, str) and title.strip() else None) or \
+        heading or _stem(path)
+    return f"{facts.title}\n{body}"
+
+
+def _check_frontmatter(facts: Facts, meta: dict[str, Any]) -> None:
+    path = facts.path
+
+    def bad(key: str, why: str) -> None:
+        facts.issues.append(Issue(path, "frontmatter_bad_field", f"'{key}' {why}"))
+
+    if "id" in meta:
+        if isinstance(meta["id"], str | int) and not isinstance(meta["id"], bool) and \
+                str(meta["id"]).strip():
+            facts.id = str(meta["id"])
+        else:
+            bad("id", "must be a non-empty string")
+    if "title" in meta and not isinstance(meta["title"], str):
+        bad("title", "must be a string")
+    status = meta.get("status", "active")
+    if status in STATUSES:
+        facts.status = status
+    else:
+        bad("status", f"must be one of {', '.join(STATUSES)}")
+    for key in ("created", "updated"):
+        if key in meta and not _is_timestamp(meta[key]):
+            bad(key, "must be an RFC 3339 timestamp")
+    for key in ("sources", "tags", "supersedes"):
+        value = meta.get(key)
+        if value is not None and not (isinstance(value, str) or _is_str_list(value)):
+            bad(key, "must be a string or a list of strings")
+    if "superseded_by" in meta and not isinstance(meta["superseded_by"], str | list):
+        bad("superseded_by", "must be a string or a list of strings")
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_timestamp(value: Any) -> bool:
+    if isinstance(value, dt.datetime | dt.date):
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _markdown():
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    # Keep escapes and entities as separate tokens: "\[\[x]]" is text, not a link.
+    md.disable("text_join")
+    return md
+
+
+def scan_markdown(body: str, line_offset: int = 0) -> tuple[str | None, list[Link], list[str]]:
+    """Return (first ``# `` heading, wikilinks, ``## `` headings) of a Markdown body.
+
+    Second-level headings are the anchors that ``sources`` may point at
+    (Daily entries are ``## <entry_id>``), matching Obsidian's heading links.
+
+    Wikilinks are found only in prose text: code spans, fenced and indented
+    code, raw HTML, escaped brackets and entities are text, not links.
+    """
+    tokens = _markdown().parse(body)
+    heading: str | None = None
+    links: list[Link] = []
+    anchors: list[str] = []
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.tag == "h1" and heading is None:
+            heading = tokens[index + 1].content.strip() or None
+        elif token.type == "heading_open" and token.tag == "h2":
+            anchors.append(tokens[index + 1].content.strip())
+        elif token.type == "inline" and token.children is not None:
+            line = line_offset + (token.map[0] if token.map else 0) + 1
+            for run in _text_runs(token.children):
+                links.extend(_parse_links(run, line))
+    return heading, links, anchors
+
+
+def _text_runs(children: list[Any]) -> list[str]:
+    runs: list[str] = []
+    current: list[str] = []
+    for child in children:
+        if child.type == "text":
+            current.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            current.append("\n")
+        elif child.type in ("em_open", "em_close", "strong_open", "strong_close"):
+            continue
+        else:  # code_inline, text_special (escapes, entities), html_inline, links, images
+            if current:
+                runs.append("".join(current))
+            current = []
+            if child.type == "html_inline":
+                runs.append(child.content)
+    if current:
+        runs.append("".join(current))
+    return runs
+
+
+def _parse_links(text: str, line: int) -> list[Link]:
+    links = []
+    for match in _WIKILINK.finditer(text):
+        inner = match.group(2)
+        target, _, alias = inner.partition("|")
+        target = target.rstrip("\\")
+        target, _, heading = target.partition("#")
+        target = target.strip()
+        target = target[:-3] if target.endswith(".md") else target
+        links.append(Link(target, line, heading.strip() or None, alias.strip() or None))
+    return links
+
+
+# --- ISTM -----------------------------------------------------------------------------------
+
+
+def _read_istm(facts: Facts, text: str) -> str:
+    """Check every line of an ISTM shard; return searchable text of the payloads."""
+    path = facts.path
+    searchable: list[str] = []
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            facts.issues.append(Issue(path, "istm_blank_line", f"line {number} is blank", WARNING))
+            continue
+        try:
+            record = loads_strict(line)
+        except StrictJSONError as exc:
+            code = {"duplicate_key": "istm_duplicate_key", "non_finite": "istm_non_finite"}.get(
+                exc.kind, "istm_invalid_json")
+            facts.issues.append(Issue(path, code, f"line {number}: {exc}"))
+            continue
+        if not isinstance(record, dict):
+            facts.issues.append(Issue(path, "istm_not_object", f"line {number} is not an object"))
+            continue
+        missing = [key for key in ISTM_REQUIRED if key not in record]
+        if missing:
+            facts.issues.append(Issue(path, "istm_missing_key",
+                                      f"line {number} lacks {', '.join(missing)}"))
+        event_id = record.get("event_id")
+        if isinstance(event_id, str) and event_id:
+            facts.event_ids.append(event_id)
+        elif "event_id" in record:
+            facts.issues.append(Issue(path, "istm_bad_event_id",
+                                      f"line {number}: event_id must be a non-empty string"))
+        searchable.append(_flatten(record.get("payload")))
+    facts.title = _stem(path)
+    return "\n".join(s for s in searchable if s)
+
+
+def _flatten(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return " ".join(_flatten(v) for v in value.values())
+    if isinstance(value, list):
+        return " ".join(_flatten(v) for v in value)
+    return ""

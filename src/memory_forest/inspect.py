@@ -1,0 +1,114 @@
+"""Walk and parse a forest once into a ``Snapshot`` that validate and audit read.
+
+``reuse`` lets the index hand back facts it already holds for files whose
+size and mtime are unchanged, so a large forest is re-read only where it
+changed. Modes and symlinks are still checked on every walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Config, load_config
+from .documents import Facts, read_facts
+from .errors import ForestError
+from .issues import WARNING, Issue
+from .layers import BY_DIR, LAYERS, STATE_DIR
+from .routes import Route, parse_route
+from .safety import Entry, open_root, read_regular, walk
+
+Reuse = Callable[[Entry], Facts | None]
+
+
+@dataclass
+class Snapshot:
+    root: Path
+    config: Config
+    facts: dict[str, Facts] = field(default_factory=dict)  # canonical files by path
+    routes: dict[str, Route] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # searchable text of files read now
+    issues: list[Issue] = field(default_factory=list)  # walk and route issues
+    dirs: list[str] = field(default_factory=list)
+    total_bytes: int = 0
+
+    def layer_counts(self) -> dict[str, int]:
+        counts = {layer.dirname: 0 for layer in LAYERS}
+        for route in self.routes.values():
+            counts[route.layer.dirname] += 1
+        return counts
+
+
+def scan(root_arg: str | Path, reuse: Reuse | None = None, keep_text: bool = False) -> Snapshot:
+    root = open_root(root_arg)
+    config = load_config(root)
+    listing = walk(root, config.limits)
+    snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
+                    total_bytes=listing.total_bytes)
+    if not config.present:
+        snap.issues.append(Issue(f"{STATE_DIR}/forest.json", "config_missing",
+                                 "no forest.json; default limits apply", WARNING))
+    for directory in listing.dirs:
+        _check_directory(directory, snap.issues)
+    for entry in listing.files:
+        route = _route_or_issue(entry.path, snap.issues)
+        if route is None:
+            continue
+        snap.routes[entry.path] = route
+        facts = reuse(entry) if reuse else None
+        if facts is None:
+            facts = _read(root, route, entry, config, snap)
+            if facts is None:
+                continue
+            text = snap.texts.pop(entry.path, "")
+            if keep_text:
+                snap.texts[entry.path] = text
+        snap.facts[entry.path] = facts
+    return snap
+
+
+def _read(root: Path, route: Route, entry: Entry, config: Config, snap: Snapshot) -> Facts | None:
+    try:
+        raw = read_regular(root, entry.path, config.limits["max_file_bytes"])
+    except ForestError as exc:
+        snap.issues.append(Issue(entry.path, exc.code, exc.message))
+        return None
+    facts, text = read_facts(route, raw, entry.mtime_ns, config.limits["max_links_per_document"])
+    snap.texts[entry.path] = text
+    return facts
+
+
+def _route_or_issue(path: str, issues: list[Issue]) -> Route | None:
+    first = path.split("/", 1)[0]
+    if first == STATE_DIR:
+        return None  # derived state: modes were checked by the walk, content is not canonical
+    if "/" not in path:
+        issues.append(Issue(path, "unexpected_entry",
+                            "files at the root are not part of the forest", WARNING))
+        return None
+    try:
+        return parse_route(path)
+    except ForestError as exc:
+        issues.append(Issue(path, exc.code, exc.message))
+        return None
+
+
+def _check_directory(directory: str, issues: list[Issue]) -> None:
+    """Directories must be layer directories or the folders of canonical routes."""
+    parts = directory.split("/")
+    if parts[0] == STATE_DIR:
+        return
+    if len(parts) == 1:
+        if parts[0] not in BY_DIR:
+            try:
+                parse_route(parts[0] + "/x")
+            except ForestError as exc:
+                level = "error" if exc.code == "route_noncanonical_layer_dir" else WARNING
+                issues.append(Issue(directory, exc.code, exc.message, level))
+        return
+    layer = BY_DIR.get(parts[0])
+    depth_allowed = {"mtm": 2, "stm": 3}.get(layer.key, 1) if layer else 0
+    if layer and len(parts) > depth_allowed:
+        issues.append(Issue(directory, "route_bad_shape",
+                            f"'{layer.dirname}' does not nest folders this deep"))

@@ -1,0 +1,32 @@
+"""Findings of validate and audit: one small record each, sortable and JSON-ready."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True, order=True)
+class Issue:
+    path: str  # root-relative; "." for the root itself
+    code: str
+    message: str
+    level: str = ERROR
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, str]) -> Issue:
+        return cls(**data)
+
+
+def has_errors(issues: list[Issue]) -> bool:
+    return any(issue.level == ERROR for issue in issues)
+
+
+def summarize(issues: list[Issue]) -> dict[str, int]:
+    errors = sum(1 for issue in issues if issue.level == ERROR)
+    return {"errors": errors, "warnings": len(issues) - errors}

@@ -1,0 +1,64 @@
+"""Strict JSON in, deterministic JSON out.
+
+Every piece of JSON this tool accepts (config, ISTM lines, plans, hook input)
+goes through ``loads_strict``: duplicate keys, NaN/Infinity and numbers
+outside the IEEE-754 double range are rejected instead of silently guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+class StrictJSONError(ValueError):
+    """``kind`` is one of ``syntax``, ``duplicate_key``, ``non_finite``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def loads_strict(text: str | bytes) -> Any:
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StrictJSONError("syntax", "not UTF-8") from None
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
+    except StrictJSONError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise StrictJSONError("syntax", str(exc).split(":")[0]) from None
+
+
+def dumps(obj: Any) -> str:
+    """Compact, sorted, UTF-8 JSON: the only shape of machine output."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise StrictJSONError("duplicate_key", f"duplicate key '{key[:80]}'")
+        data[key] = value
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise StrictJSONError("non_finite", f"{name} is not allowed")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise StrictJSONError("non_finite", "number outside the double range")
+    return value

@@ -1,0 +1,205 @@
+"""The operations of the forest core: init, validate, audit, doctor.
+
+Each returns a plain result dict (``ok``, ``operation``, ``schema_version``
+and the operation's fields) or raises ``ForestError``. Rendering is the
+edges' business (``cli``, ``mcp``, ``gate``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any
+
+from . import SCHEMA_VERSION
+from .errors import ForestError
+from .issues import has_errors, summarize
+
+
+def result(operation: str, ok: bool = True, **fields: Any) -> dict[str, Any]:
+    return {"ok": ok, "operation": operation, "schema_version": SCHEMA_VERSION, **fields}
+
+
+# --- init -----------------------------------------------------------------------------------
+
+
+def init(target_arg: str | Path, example: bool = False) -> dict[str, Any]:
+    """Create a new private forest at a path that does not exist yet."""
+    from .config import new_config_bytes
+    from .layers import LAYERS, STATE_DIR
+    from .safety import mkdir_private, write_private
+
+    target = Path(os.path.abspath(os.fspath(target_arg)))
+    _check_init_target(target)
+    # Build next to the target, then rename: the forest appears whole or not at all.
+    staging = target.with_name(f".{target.name}.init-{os.urandom(6).hex()}")
+    mkdir_private(staging)
+    try:
+        for layer in LAYERS:
+            mkdir_private(staging / layer.dirname)
+        mkdir_private(staging / STATE_DIR)
+        write_private(staging / STATE_DIR / "forest.json", new_config_bytes())
+        written = _write_example(staging) if example else []
+        if os.path.lexists(target):
+            raise ForestError("init_target_exists", "the target appeared while init was running")
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return result("init", root=target.name, example=example,
+                  layers=[layer.dirname for layer in LAYERS], files=sorted(written))
+
+
+def _check_init_target(target: Path) -> None:
+    try:
+        parent = os.lstat(target.parent)
+    except FileNotFoundError:
+        raise ForestError("init_parent_missing",
+                          "the parent directory does not exist; init never creates ancestors"
+                          ) from None
+    if stat.S_ISLNK(parent.st_mode) or not stat.S_ISDIR(parent.st_mode):
+        raise ForestError("init_parent_invalid", "the parent must be a real directory")
+    if os.path.lexists(target):
+        raise ForestError("init_target_exists",
+                          "the target already exists; init only creates a new directory")
+
+
+def example_files() -> dict[str, bytes]:
+    """The packaged synthetic example forest, by relative path."""
+    from importlib.resources import files
+
+    base = files("memory_forest") / "example"
+    found: dict[str, bytes] = {}
+    stack = [(base, "")]
+    while stack:
+        node, rel = stack.pop()
+        for child in node.iterdir():
+            child_rel = f"{rel}/{child.name}" if rel else child.name
+            if child.is_dir():
+                stack.append((child, child_rel))
+            elif not child.name.startswith("."):
+                found[child_rel] = child.read_bytes()
+    return found
+
+
+def _write_example(staging: Path) -> list[str]:
+    from .safety import makedirs_private, write_private
+
+    contents = example_files()
+    for rel, data in contents.items():
+        makedirs_private(staging, rel.rsplit("/", 1)[0])
+        write_private(staging / rel, data)
+    return list(contents)
+
+
+# --- validate and audit ---------------------------------------------------------------------
+
+
+def validate(root: str | Path) -> dict[str, Any]:
+    return _check("validate", root, with_audit=False)
+
+
+def audit(root: str | Path) -> dict[str, Any]:
+    return _check("audit", root, with_audit=True)
+
+
+def _check(operation: str, root: str | Path, with_audit: bool) -> dict[str, Any]:
+    from . import audit as audit_rules
+    from . import validate as validate_rules
+    from .inspect import scan
+
+    snap = scan(root)
+    issues = validate_rules.validate(snap)
+    if with_audit:
+        issues = sorted(set(issues) | set(audit_rules.audit(snap)))
+    return check_result(operation, issues, snap.layer_counts())
+
+
+def check_result(operation: str, issues: list, counts: dict[str, int]) -> dict[str, Any]:
+    summary = summarize(issues)
+    fields: dict[str, Any] = {
+        "issues": [issue.to_dict() for issue in issues],
+        "summary": summary,
+        "counts": counts,
+    }
+    ok = not has_errors(issues)
+    if not ok:
+        fields["error"] = {
+            "code": f"{operation}_failed",
+            "message": f"{operation} found {summary['errors']} error(s)",
+            "details": summary,
+        }
+    return result(operation, ok, **fields)
+
+
+# --- doctor ---------------------------------------------------------------------------------
+
+
+def doctor(root_arg: str | Path) -> dict[str, Any]:
+    """Bounded diagnostics. Fails only when the root cannot be inspected at all."""
+    import platform
+    import sqlite3
+
+    from . import __version__
+    from . import lock as locking
+    from .config import load_config
+    from .inspect import _route_or_issue
+    from .safety import open_root, walk
+
+    root = open_root(root_arg)
+    report: dict[str, Any] = {
+        "versions": {
+            "memory_forest": __version__,
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+        },
+        "sqlite_features": _sqlite_features(),
+        "network_required": False,
+    }
+    try:
+        config = load_config(root)
+        report["config"] = {"state": "present" if config.present else "absent",
+                            "forest_id": config.forest_id, "limits": config.limits}
+    except ForestError as exc:
+        report["config"] = {"state": "invalid", "error": exc.to_dict()}
+        config = None
+    if config is not None:
+        try:
+            listing = walk(root, config.limits)
+            counts: dict[str, int] = {}
+            for entry in listing.files:
+                route = _route_or_issue(entry.path, [])
+                if route:
+                    counts[route.layer.dirname] = counts.get(route.layer.dirname, 0) + 1
+            report["counts"] = counts
+            report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
+                              "bytes": listing.total_bytes, "issues": len(listing.issues)}
+        except ForestError as exc:
+            report["walk"] = {"error": exc.to_dict()}
+    report["index"] = _index_state(root)
+    report["lock"] = locking.state(root)
+    return result("doctor", **report)
+
+
+def _sqlite_features() -> dict[str, bool]:
+    import sqlite3
+
+    features = {}
+    con = sqlite3.connect(":memory:")
+    for name, tokenizer in (("fts5", "unicode61"), ("fts5_trigram", "trigram")):
+        try:
+            con.execute(f"CREATE VIRTUAL TABLE t_{name} USING fts5(x, tokenize='{tokenizer}')")
+            features[name] = True
+        except sqlite3.OperationalError:
+            features[name] = False
+    con.close()
+    return features
+
+
+def _index_state(root: Path) -> dict[str, Any]:
+    from .layers import STATE_DIR
+
+    path = root / STATE_DIR / "index.sqlite3"
+    return {"state": "present" if path.exists() else "absent"}

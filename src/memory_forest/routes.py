@@ -1,0 +1,187 @@
+"""Relative paths <-> routes (layer, tree, branch, leaf), and parent routes.
+
+A route is the semantic address of a canonical file. Parsing is strict: every
+way a path can fail to be canonical has its own code, so validators and
+writers can say precisely what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from .errors import ForestError
+from .layers import BY_DIR, BY_NUMBER, LTM_SUFFIX, XLTM_PATH, Layer
+
+MAX_SEGMENT = 200
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_LOOSE_LAYER = re.compile(r"^\s*(\d{1,2})[\s_\-.]*([A-Za-z_]*)\s*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True)
+class Route:
+    path: str  # root-relative, "/"-separated, exactly as on disk
+    layer: Layer
+    tree: str | None = None
+    branch: str | None = None
+    leaf: str | None = None
+    name: str | None = None  # stem for life archive, daily and istm files
+
+    @property
+    def parent_path(self) -> str | None:
+        """The immediate owner in the ownership tree (layers 02-04 only)."""
+        key = self.layer.key
+        if key == "ltm":
+            return XLTM_PATH
+        if key == "mtm":
+            return ltm_path(self.tree)
+        if key == "stm":
+            return mtm_path(self.tree, self.branch)
+        return None
+
+    @property
+    def link_target(self) -> str:
+        return link_target(self.path)
+
+
+def ltm_path(tree: str) -> str:
+    return f"02 ltm/{tree}{LTM_SUFFIX}.md"
+
+
+def mtm_path(tree: str, branch: str) -> str:
+    return f"03 mtm/{tree}/{branch}.md"
+
+
+def stm_path(tree: str, branch: str, leaf: str) -> str:
+    return f"04 stm/{tree}/{branch}/{leaf}.md"
+
+
+def link_target(path: str) -> str:
+    """Obsidian's canonical wikilink target: the path without ``.md``."""
+    return path[:-3] if path.endswith(".md") else path
+
+
+def check_segment(segment: str, what: str = "segment") -> None:
+    """Raise ``route_bad_segment`` unless ``segment`` is a valid tree/branch/leaf name."""
+    problem = segment_problem(segment)
+    if problem:
+        raise ForestError(
+            "route_bad_segment", f"invalid {what} name: {problem}", {"segment": segment[:80]}
+        )
+
+
+def segment_problem(segment: str) -> str | None:
+    if not segment:
+        return "empty"
+    if len(segment) > MAX_SEGMENT:
+        return f"longer than {MAX_SEGMENT} characters"
+    if "/" in segment or "\\" in segment:
+        return "contains a path separator"
+    if _CONTROL.search(segment):
+        return "contains a control character"
+    if segment.startswith("."):
+        return "starts with a dot"
+    if segment != segment.strip():
+        return "has leading or trailing whitespace"
+    if unicodedata.normalize("NFC", segment) != segment:
+        return "is not NFC"
+    return None
+
+
+def parse_route(path: str) -> Route:
+    """Map a root-relative path to its route, or raise a ``route_*`` ForestError."""
+    if not path or path.startswith("/") or "\\" in path or re.match(r"^[A-Za-z]:", path):
+        raise _err("route_escape", "path must be root-relative and '/'-separated", path)
+    parts = path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise _err("route_escape", "path must not contain empty, '.' or '..' segments", path)
+    layer = BY_DIR.get(parts[0])
+    if layer is None:
+        raise _unknown_layer(parts[0], path)
+    if len(parts) == 1:
+        raise _err("route_bad_shape", "a layer directory is not a document", path)
+    stem = _stem(parts[-1], layer, path)
+    segments = [*parts[1:-1], stem]
+    for segment in segments:
+        problem = segment_problem(segment)
+        if problem:
+            raise _err("route_bad_segment", f"segment {problem}", path)
+    return _shape(path, layer, segments)
+
+
+def _stem(filename: str, layer: Layer, path: str) -> str:
+    ext = layer.extension
+    if filename.endswith(ext):
+        return filename[: -len(ext)]
+    if filename.lower().endswith(ext):
+        raise _err("route_extension_case", f"extension must be exactly '{ext}'", path)
+    raise _err("route_bad_shape", f"files in '{layer.dirname}' must end in '{ext}'", path)
+
+
+def _shape(path: str, layer: Layer, seg: list[str]) -> Route:
+    key = layer.key
+    if key == "xltm":
+        if seg != ["XLTM"]:
+            raise _err("route_bad_shape", "the only XLTM document is '01 xltm/XLTM.md'", path)
+        return Route(path, layer)
+    if key == "ltm":
+        if len(seg) != 1 or not seg[0].endswith(LTM_SUFFIX) or seg[0] == LTM_SUFFIX:
+            raise _err("route_bad_shape", "LTM documents are '02 ltm/<tree>_LTM.md'", path)
+        return Route(path, layer, tree=seg[0][: -len(LTM_SUFFIX)])
+    if key == "mtm":
+        if len(seg) != 2:
+            raise _err("route_bad_shape", "MTM documents are '03 mtm/<tree>/<branch>.md'", path)
+        return Route(path, layer, tree=seg[0], branch=seg[1])
+    if key == "stm":
+        if len(seg) != 3:
+            raise _err(
+                "route_bad_shape", "STM documents are '04 stm/<tree>/<branch>/<leaf>.md'", path
+            )
+        return Route(path, layer, tree=seg[0], branch=seg[1], leaf=seg[2])
+    if len(seg) != 1:
+        raise _err("route_bad_shape", f"'{layer.dirname}' holds files only, no folders", path)
+    if key == "daily" and not _is_date(seg[0]):
+        raise _err("route_bad_shape", "Daily documents are '05 daily/YYYY-MM-DD.md'", path)
+    if key == "istm" and seg[0] != "events" and not _is_date(seg[0]):
+        raise _err(
+            "route_bad_shape", "ISTM files are 'events.jsonl' or 'YYYY-MM-DD.jsonl'", path
+        )
+    return Route(path, layer, name=seg[0])
+
+
+def _is_date(text: str) -> bool:
+    if not _DATE.fullmatch(text):
+        return False
+    import datetime as _dt
+
+    try:
+        _dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _unknown_layer(first: str, path: str) -> ForestError:
+    loose = _LOOSE_LAYER.match(first)
+    if loose and int(loose.group(1)) in BY_NUMBER:
+        expected = BY_NUMBER[int(loose.group(1))].dirname
+        return _err(
+            "route_noncanonical_layer_dir", f"layer directory must be exactly '{expected}'", path
+        )
+    folded = first.casefold()
+    for dirname in BY_DIR:
+        if dirname.casefold() == folded or dirname.split(" ", 1)[1] == folded:
+            return _err(
+                "route_noncanonical_layer_dir", f"layer directory must be exactly '{dirname}'", path
+            )
+    return _err("route_unknown_layer", "not inside a known layer directory", path)
+
+
+def _err(code: str, message: str, path: str) -> ForestError:
+    return ForestError(code, message, {"path": path[:500]})
+
+
+def casefold_key(path: str) -> str:
+    return unicodedata.normalize("NFC", path).casefold()

@@ -1,0 +1,241 @@
+"""Filesystem guards: the real root, a bounded symlink-free walk, private atomic writes.
+
+Everything that touches the disk for the forest goes through here, so the
+rules (no symlink is ever followed, nothing escapes the root, directories are
+0700 and files 0600) live in one place.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ForestError
+from .issues import Issue
+from .layers import IGNORED_ROOT_DIRS
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def open_root(path: str | os.PathLike[str]) -> Path:
+    """Return the forest root as an absolute path, or fail closed.
+
+    The root must be a real directory selected exactly: a symlink as the root
+    is refused rather than resolved, so the caller always knows what is read.
+    """
+    root = Path(os.path.abspath(os.fspath(path)))
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        raise ForestError("root_missing", "the forest root does not exist") from None
+    except OSError as exc:
+        raise ForestError("root_unreadable", "the forest root cannot be inspected",
+                          {"error": type(exc).__name__}) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ForestError("root_symlink", "the forest root is a symlink; pass the real directory")
+    if not stat.S_ISDIR(st.st_mode):
+        raise ForestError("root_not_directory", "the forest root is not a directory")
+    return root
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str  # root-relative, "/"-separated
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class Walk:
+    files: list[Entry] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+    total_bytes: int = 0
+
+
+def walk(root: Path, limits: dict[str, int]) -> Walk:
+    """List every file and directory under ``root`` without following anything.
+
+    Symlinks and special files become issues and are never opened. The tool
+    and editor directories at the root are skipped entirely. Crossing a
+    count, depth or byte limit fails closed with ``limit_exceeded``.
+    """
+    result = Walk()
+    _check_mode(root, os.lstat(root), ".", result.issues)
+    stack: list[tuple[str, int]] = [("", 0)]
+    while stack:
+        rel_dir, depth = stack.pop()
+        try:
+            with os.scandir(root / rel_dir if rel_dir else root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            result.issues.append(Issue(rel_dir or ".", "unreadable_directory",
+                                       f"cannot list directory ({type(exc).__name__})"))
+            continue
+        for entry in entries:
+            if not rel_dir and entry.name in IGNORED_ROOT_DIRS:
+                continue
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                result.issues.append(Issue(rel, "symlink", "symlinks are not allowed in a forest"))
+            elif stat.S_ISDIR(st.st_mode):
+                _check_mode(root / rel, st, rel, result.issues)
+                result.dirs.append(rel)
+                _limit(limits, "max_dirs", len(result.dirs))
+                _limit(limits, "max_depth", depth + 1)
+                stack.append((rel, depth + 1))
+            elif stat.S_ISREG(st.st_mode):
+                _check_mode(root / rel, st, rel, result.issues)
+                result.files.append(Entry(rel, st.st_size, st.st_mtime_ns))
+                result.total_bytes += st.st_size
+                _limit(limits, "max_files", len(result.files))
+                _limit(limits, "max_total_bytes", result.total_bytes)
+            else:
+                result.issues.append(Issue(rel, "special_file",
+                                           "only regular files and directories are allowed"))
+    result.files.sort(key=lambda e: e.path)
+    result.dirs.sort()
+    return result
+
+
+def _limit(limits: dict[str, int], name: str, value: int) -> None:
+    if value > limits[name]:
+        raise ForestError("limit_exceeded", f"the forest exceeds its {name} limit ({limits[name]})",
+                          {"limit": name, "value": limits[name]})
+
+
+def _check_mode(path: Path, st: os.stat_result, rel: str, issues: list[Issue]) -> None:
+    mode = stat.S_IMODE(st.st_mode)
+    want = DIR_MODE if stat.S_ISDIR(st.st_mode) else FILE_MODE
+    if mode != want:
+        code = "mode_dir_not_private" if want == DIR_MODE else "mode_file_not_private"
+        issues.append(Issue(rel, code, f"mode is {mode:04o}, must be {want:04o}"))
+
+
+def read_regular(root: Path, rel: str, max_bytes: int) -> bytes:
+    """Read one file under the root, refusing symlinks at every step and large files."""
+    fd = open_nofollow(root, rel)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ForestError("not_regular_file", "not a regular file", {"path": rel})
+        if st.st_size > max_bytes:
+            raise ForestError("file_too_large", "file exceeds max_file_bytes", {"path": rel})
+        chunks = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise ForestError("file_too_large", "file exceeds max_file_bytes", {"path": rel})
+        return data
+    finally:
+        os.close(fd)
+
+
+def open_nofollow(root: Path, rel: str, flags: int = os.O_RDONLY) -> int:
+    """Open ``root/rel`` walking one component at a time with O_NOFOLLOW.
+
+    Checking a path first and opening it later would race with a swapped-in
+    symlink; opening each directory by fd relative to its parent does not.
+    """
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise ForestError("route_escape", "path escapes the forest root", {"path": rel[:500]})
+    nofollow = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | nofollow)
+    try:
+        for part in parts[:-1]:
+            try:
+                next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=dir_fd)
+            except FileNotFoundError:
+                raise ForestError("not_found", "no such file in the forest", {"path": rel}) from None
+            except (NotADirectoryError, OSError) as exc:
+                raise _unsafe(rel, exc) from None
+            os.close(dir_fd)
+            dir_fd = next_fd
+        try:
+            return os.open(parts[-1], flags | nofollow, FILE_MODE, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise ForestError("not_found", "no such file in the forest", {"path": rel}) from None
+        except OSError as exc:
+            raise _unsafe(rel, exc) from None
+    finally:
+        os.close(dir_fd)
+
+
+def _unsafe(rel: str, exc: OSError) -> ForestError:
+    import errno
+
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return ForestError("symlink", "a symlink is in the way; refusing to follow it",
+                           {"path": rel})
+    return ForestError("os_error", f"cannot open file ({type(exc).__name__})", {"path": rel})
+
+
+def mkdir_private(path: Path) -> None:
+    """Create one directory with exactly 0700 (chmod undoes any umask)."""
+    os.mkdir(path, DIR_MODE)
+    os.chmod(path, DIR_MODE)
+
+
+def makedirs_private(root: Path, rel_dir: str) -> list[str]:
+    """Create missing directories below the root, each 0700; return the ones created."""
+    created = []
+    current = root
+    for part in rel_dir.split("/") if rel_dir else []:
+        current = current / part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            mkdir_private(current)
+            created.append(os.path.relpath(current, root).replace(os.sep, "/"))
+            continue
+        if not stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            raise ForestError("symlink", "a non-directory is in the way", {"path": rel_dir})
+    return created
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Atomically replace ``path`` with ``data``; the file is 0600 from its first byte.
+
+    The temporary file is created with O_EXCL and mode 0600 in the target's
+    directory, fsynced, then renamed over the target, and the directory is
+    fsynced so the rename survives a crash.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
