@@ -142,6 +142,115 @@ def doctor(root: Root) -> None:
 
 # --- index and retrieval (issue 3) ---------------------------------------------------------
 
+Query = Annotated[str, typer.Argument(help="Literal text; punctuation and operators are data.")]
+Limit = Annotated[int, typer.Option("--limit", "-n", help="At most this many results (1-100).")]
+Layers = Annotated[
+    list[str] | None,
+    typer.Option("--layer", "-l", help="Layer to search (key, number or directory); repeatable. "
+                 "Default: 01-04."),
+]
+
+
+@app.command()
+def index(
+    root: Root,
+    full: Annotated[bool, typer.Option("--full", help="Rebuild from scratch, atomically.")] = False,
+    wait: Annotated[float, typer.Option(help="Seconds to wait for the lock.")] = 0.0,
+) -> None:
+    """Validate, audit, then bring the derived index up to date (incremental by default).
+
+    Example: memory-forest index ~/memory --full
+    """
+    from . import operations
+
+    with _progress("indexing") as progress:
+        _emit("index", lambda: operations.index(root, full=full, progress=progress, wait=wait))
+
+
+@app.command()
+def route(root: Root, query: Query, limit: Limit = 10, layer: Layers = None) -> None:
+    """Find where to look: documents whose path or title matches. Metadata only.
+
+    Example: memory-forest route ~/memory "kimchi fermentation" --json
+    """
+    from . import retrieve
+
+    _emit("route", lambda: retrieve.route(root, query, limit=limit, layers=layer))
+
+
+@app.command()
+def search(
+    root: Root,
+    query: Query,
+    limit: Limit = 10,
+    layer: Layers = None,
+    include_body: Annotated[
+        bool, typer.Option("--include-body", help="Add current bodies after a fresh hash check.")
+    ] = False,
+) -> None:
+    """Full-text search over bodies. Metadata only unless --include-body.
+
+    Example: memory-forest search ~/memory "drip pressure" --layer stm --layer daily
+    """
+    from . import retrieve
+
+    _emit("search", lambda: retrieve.search(root, query, limit=limit, layers=layer,
+                                            include_body=include_body))
+
+
+@app.command()
+def retrieve(
+    root: Root,
+    query: Query,
+    limit: Limit = 10,
+    query_plan: Annotated[
+        str | None, typer.Option("--query-plan", help="QueryPlan JSON file, or - for stdin.")
+    ] = None,
+) -> None:
+    """Root-first trails XLTM -> LTM -> MTM -> STM, re-hashed against the files.
+
+    Example: memory-forest retrieve ~/memory "김치 숙성 온도" --json
+    """
+    from . import retrieve as retrieval
+
+    def run() -> dict[str, Any]:
+        plan = None
+        if query_plan is not None:
+            from . import queryplan
+
+            plan = queryplan.load(query_plan)
+        return retrieval.retrieve(root, query, limit=limit, plan=plan)
+
+    _emit("retrieve", run)
+
+
+class _progress:
+    """A rich progress bar on stderr for long human-mode builds; nothing under --json."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar: Any = None
+
+    def __enter__(self) -> Callable[[int, int], None] | None:
+        if _state["json"] or not sys.stderr.isatty():
+            return None
+        from rich.progress import Progress
+
+        self.bar = Progress(transient=True, console=_stderr_console())
+        self.bar.start()
+        task = self.bar.add_task(self.label, total=None)
+        return lambda done, total: self.bar.update(task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
 
 
 # --- writers (issue 4) ----------------------------------------------------------------------
@@ -173,19 +282,17 @@ def _hoist_json(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import click
-
     args = _hoist_json(list(sys.argv[1:] if argv is None else argv))
     _state["json"] = bool(args) and args[0] == "--json"
     command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name="memory-forest", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except click.ClickException as exc:
+    except typer.TyperException as exc:  # usage errors: unknown option, missing argument, ...
         _usage_failure(exc)
         code = 2
-    except click.exceptions.Abort:
+    except typer.Abort:
         code = 130
     sys.exit(code or 0)
 

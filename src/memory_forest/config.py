@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,8 @@ def config_path(root: Path) -> Path:
 
 
 def new_config_bytes() -> bytes:
+    import secrets
+
     data = {
         "schema_version": CONFIG_SCHEMA_VERSION,
         "forest_id": secrets.token_hex(16),

@@ -134,6 +134,22 @@ def check_result(operation: str, issues: list, counts: dict[str, int]) -> dict[s
     return result(operation, ok, **fields)
 
 
+# --- index ---------------------------------------------------------------------------------
+
+
+def index(root_arg: str | Path, full: bool = False, progress: Any = None,
+          wait: float = 0.0) -> dict[str, Any]:
+    """Validate and audit, then bring the derived index up to date, holding the lock."""
+    from . import index as forest_index
+    from . import lock
+    from .safety import open_root
+
+    root = open_root(root_arg)
+    with lock.held(root, "index --full" if full else "index", wait=wait):
+        summary = forest_index.build(root, full=full, progress=progress)
+    return result("index", **summary)
+
+
 # --- doctor ---------------------------------------------------------------------------------
 
 
@@ -199,7 +215,9 @@ def _sqlite_features() -> dict[str, bool]:
 
 
 def _index_state(root: Path) -> dict[str, Any]:
-    from .layers import STATE_DIR
+    from . import index as forest_index
 
-    path = root / STATE_DIR / "index.sqlite3"
-    return {"state": "present" if path.exists() else "absent"}
+    try:
+        return forest_index.state(root)
+    except ForestError as exc:
+        return {"state": "invalid", "code": exc.code}

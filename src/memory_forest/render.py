@@ -14,7 +14,8 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 def render(outcome: dict[str, Any]) -> None:
     if not outcome.get("ok") and "issues" not in outcome:
         error = outcome["error"]
-        _err.print(f"[bold red]error[/] [{error['code']}] {_escape(error['message'])}")
+        _err.print(f"[bold red]error[/] {_escape('[' + error['code'] + ']')} "
+                   f"{_escape(error['message'])}")
         return
     handler = _RENDERERS.get(outcome["operation"], _generic)
     handler(outcome)
@@ -72,6 +73,41 @@ def _describe(value: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in value.items() if not isinstance(v, dict | list)) or "-"
 
 
+def _index(outcome: dict[str, Any]) -> None:
+    _out.print(f"index [green]{outcome['mode']}[/]: {outcome['documents']} documents "
+               f"(+{outcome['added']} ~{outcome['changed']} -{outcome['deleted']}, "
+               f"{outcome['unchanged']} unchanged) in {outcome['seconds']:.2f} s")
+
+
+def _results(outcome: dict[str, Any]) -> None:
+    if not outcome["results"]:
+        _out.print("no matches")
+    for number, item in enumerate(outcome["results"], start=1):
+        flag = f" [yellow]({item['status']})[/]" if item["status"] != "active" else ""
+        _out.print(f"{number:>2}. [bold]{_escape(item['title'])}[/]{flag}  "
+                   f"[dim]{_escape(item['path'])}  score {item['score']:.3f}[/]")
+        if "body" in item:
+            _out.print(_escape(item["body"]), markup=False)
+
+
+def _trails(outcome: dict[str, Any]) -> None:
+    if not outcome["trails"]:
+        _out.print("no evidence in memory for this query")
+    for number, trail in enumerate(outcome["trails"], start=1):
+        notes = []
+        if not trail["complete"]:
+            notes.append("partial")
+        if not trail["original_query_matched"]:
+            notes.append("plan-only")
+        if trail["status"] != "active":
+            notes.append(trail["status"])
+        note = f" [yellow]({', '.join(notes)})[/]" if notes else ""
+        _out.print(f"{number:>2}. score {trail['score']:.3f}{note}")
+        for depth, node in enumerate(trail["nodes"]):
+            _out.print(f"    {'  ' * depth}{_escape(node['title'])}  "
+                       f"[dim]{_escape(node['path'])}[/]")
+
+
 def _generic(outcome: dict[str, Any]) -> None:
     from .jsonio import dumps
 
@@ -83,4 +119,8 @@ _RENDERERS = {
     "audit": _issues,
     "init": _init,
     "doctor": _doctor,
+    "index": _index,
+    "route": _results,
+    "search": _results,
+    "retrieve": _trails,
 }

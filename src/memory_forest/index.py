@@ -1,0 +1,296 @@
+"""The derived SQLite index: schema, full and incremental builds, read access.
+
+The index is derived state: it can be deleted and rebuilt from the canonical
+files at any time. A full build writes a new file beside the old one and
+renames it into place, so readers see the old index or the new one, never a
+half-built one. An incremental build applies every change in one
+transaction. Neither ever writes a canonical byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ForestError
+from .layers import STATE_DIR
+from .safety import FILE_MODE, Entry, mkdir_private
+
+if TYPE_CHECKING:
+    from .documents import Facts
+
+INDEX_NAME = "index.sqlite3"
+INDEX_SCHEMA_VERSION = 1
+# A file modified within this window of the last build may have changed
+# without its mtime moving (coarse timestamps); such files are re-hashed.
+RACY_WINDOW_NS = 2_000_000_000
+
+_SCHEMA = f"""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE docs (
+    rowid INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    layer TEXT NOT NULL,
+    layer_number INTEGER NOT NULL,
+    tree TEXT, branch TEXT, leaf TEXT,
+    parent_path TEXT,
+    doc_id TEXT,
+    title TEXT NOT NULL,
+    status TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    facts TEXT NOT NULL
+);
+CREATE INDEX docs_layer ON docs(layer_number);
+CREATE VIRTUAL TABLE terms USING fts5(
+    title, path, body,
+    tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M* P* S*'"
+);
+INSERT INTO meta VALUES ('schema_version', '{INDEX_SCHEMA_VERSION}');
+"""
+
+
+def index_path(root: Path) -> Path:
+    return root / STATE_DIR / INDEX_NAME
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def connect(root: Path) -> sqlite3.Connection:
+    """Open the index read-only, failing with a code when it is absent or foreign."""
+    path = index_path(root)
+    _refuse_symlinks(root, path)
+    if not path.exists():
+        raise ForestError("index_missing", "the forest has no index; run 'memory-forest index ROOT'")
+    try:
+        con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        _check_schema(con)
+    except sqlite3.DatabaseError as exc:
+        raise ForestError("index_corrupt", "the index cannot be read; run "
+                          "'memory-forest index ROOT --full'", {"error": type(exc).__name__}
+                          ) from None
+    return con
+
+
+def _check_schema(con: sqlite3.Connection) -> None:
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        row = None
+    found = row[0] if row else None
+    if found != str(INDEX_SCHEMA_VERSION):
+        raise ForestError(
+            "index_schema_mismatch",
+            f"the index has schema {found!s}, this tool needs {INDEX_SCHEMA_VERSION}; "
+            "rebuild it with 'memory-forest index ROOT --full'",
+            {"found": found, "expected": INDEX_SCHEMA_VERSION},
+        )
+
+
+def _refuse_symlinks(root: Path, path: Path) -> None:
+    for candidate in (root / STATE_DIR, path):
+        if candidate.is_symlink():
+            raise ForestError("symlink", "the index path is a symlink; refusing to follow it",
+                              {"path": os.path.relpath(candidate, root)})
+
+
+def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int]]:
+    from .documents import Facts
+
+    rows = con.execute("SELECT path, facts, rowid FROM docs")
+    return {path: (Facts.from_dict(json.loads(facts)), rowid) for path, facts, rowid in rows}
+
+
+def built_at_ns(con: sqlite3.Connection) -> int:
+    row = con.execute("SELECT value FROM meta WHERE key = 'built_at_ns'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def state(root: Path) -> dict[str, Any]:
+    """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
+    from .config import load_config
+    from .safety import walk
+
+    if not index_path(root).exists():
+        return {"state": "absent"}
+    try:
+        con = connect(root)
+    except ForestError as exc:
+        return {"state": "invalid", "code": exc.code}
+    with con:
+        indexed = {p: (s, m) for p, s, m in con.execute("SELECT path, size, mtime_ns FROM docs")}
+    listing = walk(root, load_config(root).limits)
+    on_disk = {e.path: (e.size, e.mtime_ns) for e in listing.files
+               if not e.path.startswith(STATE_DIR + "/") and "/" in e.path}
+    changed = sum(1 for p, v in on_disk.items() if indexed.get(p) != v)
+    deleted = sum(1 for p in indexed if p not in on_disk)
+    if changed or deleted:
+        return {"state": "stale", "changed": changed, "deleted": deleted,
+                "documents": len(indexed)}
+    return {"state": "current", "documents": len(indexed)}
+
+
+# --- building -------------------------------------------------------------------------------
+
+
+Progress = Callable[[int, int], None]
+
+
+def build(root: Path, full: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+    """Check the forest, then bring the index up to date (caller holds the lock)."""
+    from .audit import audit
+    from .inspect import scan
+    from .issues import has_errors, summarize
+    from .validate import validate
+
+    started = time.perf_counter()
+    path = index_path(root)
+    previous: dict[str, tuple[Facts, int]] = {}
+    since = 0
+    if not full and path.exists():
+        con = connect(root)  # a foreign schema fails here and names the --full rebuild
+        try:
+            previous = stored_facts(con)
+            since = built_at_ns(con)
+        finally:
+            con.close()
+    reuse = _reuser(previous, since) if previous else None
+    snap = scan(root, reuse=reuse, keep_text=True)
+    issues = sorted(set(validate(snap)) | set(audit(snap)))
+    if has_errors(issues):
+        raise ForestError("index_blocked", "the forest does not validate and audit; "
+                          "fix the issues, then index again",
+                          {"summary": summarize(issues),
+                           "issues": [i.to_dict() for i in issues[:50]]})
+    now_ns = time.time_ns()
+    if previous:
+        counts = _apply_incremental(path, snap, previous, now_ns, progress)
+        mode = "incremental"
+    else:
+        counts = _rebuild(root, path, snap, now_ns, progress)
+        mode = "full"
+    return {"mode": mode, **counts, "documents": len(snap.facts),
+            "warnings": summarize(issues)["warnings"],
+            "seconds": round(time.perf_counter() - started, 4)}
+
+
+def _reuser(previous: dict[str, tuple[Facts, int]], since_ns: int) -> Callable[[Entry], Facts | None]:
+    def reuse(entry: Entry) -> Facts | None:
+        known = previous.get(entry.path)
+        if known is None:
+            return None
+        facts = known[0]
+        if facts.size != entry.size or facts.mtime_ns != entry.mtime_ns:
+            return None
+        if entry.mtime_ns >= since_ns - RACY_WINDOW_NS:
+            return None  # too close to the last build to trust the mtime: re-read and hash
+        return facts
+
+    return reuse
+
+
+def _rebuild(root: Path, path: Path, snap, now_ns: int, progress: Progress | None) -> dict:
+    state_dir = root / STATE_DIR
+    if not state_dir.exists():
+        mkdir_private(state_dir)
+    tmp = state_dir / f".{INDEX_NAME}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    os.close(fd)
+    try:
+        con = sqlite3.connect(tmp)
+        try:
+            con.execute("PRAGMA journal_mode = OFF")  # a private temp file: the rename is the commit
+            con.execute("PRAGMA synchronous = OFF")
+            con.executescript(_SCHEMA)
+            with con:
+                paths = sorted(snap.facts)
+                for number, doc_path in enumerate(paths, start=1):
+                    _insert(con, snap, doc_path)
+                    if progress and number % 500 == 0:
+                        progress(number, len(paths))
+                _set_built(con, now_ns)
+            con.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            con.close()
+        _fsync(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.exists():
+            tmp.unlink()
+        raise
+    return {"added": len(snap.facts), "changed": 0, "deleted": 0, "unchanged": 0}
+
+
+def _apply_incremental(path: Path, snap, previous, now_ns: int, progress) -> dict:
+    added = changed = deleted = unchanged = 0
+    con = sqlite3.connect(path)
+    try:
+        with con:
+            for doc_path in sorted(set(previous) - set(snap.facts)):
+                _delete(con, previous[doc_path][1])
+                deleted += 1
+            for doc_path, facts in sorted(snap.facts.items()):
+                old = previous.get(doc_path)
+                if old is not None and old[0] is facts:
+                    unchanged += 1
+                    continue
+                if old is not None and old[0].sha256 == facts.sha256:
+                    # Same bytes, new mtime: refresh metadata, keep the full-text row.
+                    con.execute("UPDATE docs SET mtime_ns = ?, facts = ? WHERE rowid = ?",
+                                (facts.mtime_ns, json.dumps(facts.to_dict()), old[1]))
+                    unchanged += 1
+                    continue
+                if old is not None:
+                    _delete(con, old[1])
+                    changed += 1
+                else:
+                    added += 1
+                _insert(con, snap, doc_path)
+            _set_built(con, now_ns)
+    finally:
+        con.close()
+    return {"added": added, "changed": changed, "deleted": deleted, "unchanged": unchanged}
+
+
+def _insert(con: sqlite3.Connection, snap, doc_path: str) -> None:
+    from .text import analyze
+
+    facts = snap.facts[doc_path]
+    route = snap.routes[doc_path]
+    cursor = con.execute(
+        "INSERT INTO docs (path, layer, layer_number, tree, branch, leaf, parent_path, doc_id,"
+        " title, status, sha256, size, mtime_ns, facts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (doc_path, route.layer.dirname, route.layer.number, route.tree, route.branch,
+         route.leaf, route.parent_path, facts.id, facts.title, facts.status, facts.sha256,
+         facts.size, facts.mtime_ns, json.dumps(facts.to_dict())),
+    )
+    body = snap.texts.get(doc_path, "")
+    con.execute(
+        "INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)",
+        (cursor.lastrowid, " ".join(analyze(facts.title)), " ".join(analyze(doc_path)),
+         " ".join(analyze(body))),
+    )
+
+
+def _delete(con: sqlite3.Connection, rowid: int) -> None:
+    con.execute("DELETE FROM terms WHERE rowid = ?", (rowid,))
+    con.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+
+
+def _set_built(con: sqlite3.Connection, now_ns: int) -> None:
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('built_at_ns', ?)", (str(now_ns),))
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

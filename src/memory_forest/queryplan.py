@@ -1,0 +1,120 @@
+"""QueryPlan: caller-supplied extra probes (translations, synonyms) for ``retrieve``.
+
+A plan is untrusted data. It is parsed strictly: duplicate keys, extra
+fields, a wrong schema version, too many probes, too many bytes, non-NFC
+text and control characters are each rejected with their own code.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import unicodedata
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ForestError
+from .jsonio import StrictJSONError, loads_strict
+
+MAX_BYTES = 32 * 1024
+DEFAULT_MAX_PROBES = 8
+HARD_MAX_PROBES = 16
+
+
+class Probe(BaseModel):
+    """One extra query string, searched like the original query."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    query: str = Field(min_length=1, max_length=1000)
+
+
+class QueryPlan(BaseModel):
+    """Extra probes for one retrieve call. Trails found only by probes rank last."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="Memory Forest QueryPlan")
+    schema_version: Literal[1]
+    probes: list[Probe] = Field(max_length=HARD_MAX_PROBES)
+
+
+def load(source: str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
+    """Read a plan from a regular, non-symlink file, or from stdin when ``source`` is ``-``."""
+    raw = sys.stdin.buffer.read(MAX_BYTES + 1) if source == "-" else _read_file(source)
+    return parse(raw, max_probes)
+
+
+def parse(raw: bytes | str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > MAX_BYTES:
+        raise _reject("query_plan_too_large", f"a query plan is at most {MAX_BYTES} bytes")
+    try:
+        data = loads_strict(raw)
+    except StrictJSONError as exc:
+        code = "query_plan_duplicate_key" if exc.kind == "duplicate_key" else \
+            "query_plan_invalid_json"
+        raise _reject(code, f"query plan is not strict JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _reject("query_plan_not_object", "a query plan is one JSON object")
+    try:
+        plan = QueryPlan.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(exc) from None
+    limit = min(max(max_probes, 1), HARD_MAX_PROBES)
+    if len(plan.probes) > limit:
+        raise _reject("query_plan_too_many_probes", f"a query plan has at most {limit} probes")
+    for probe in plan.probes:
+        _check_text(probe.query)
+    return plan
+
+
+def _check_text(text: str) -> None:
+    if any(unicodedata.category(ch) == "Cc" for ch in text):
+        raise _reject("query_plan_control_character", "probe text contains a control character")
+    if unicodedata.normalize("NFC", text) != text:
+        raise _reject("query_plan_not_nfc", "probe text must be NFC-normalized")
+    if not text.strip():
+        raise _reject("query_plan_empty_probe", "probe text is empty")
+
+
+def _from_validation(exc: ValidationError) -> ForestError:
+    error = exc.errors()[0]
+    kind, loc = error["type"], error["loc"]
+    if kind == "extra_forbidden":
+        return _reject("query_plan_unknown_field", f"unknown field '{loc[-1]}'")
+    if loc and loc[0] == "schema_version":
+        if kind == "missing":
+            return _reject("query_plan_missing_field", "schema_version is required")
+        return _reject("query_plan_bad_schema_version", "schema_version must be exactly 1")
+    if kind == "missing":
+        return _reject("query_plan_missing_field", f"'{loc[-1]}' is required")
+    if loc == ("probes",) and kind == "too_long":
+        return _reject("query_plan_too_many_probes",
+                       f"a query plan has at most {HARD_MAX_PROBES} probes")
+    if kind == "string_too_short":
+        return _reject("query_plan_empty_probe", "probe text is empty")
+    return _reject("query_plan_bad_probe",
+                   "probes must be a list of objects of exactly {\"query\": string}")
+
+
+def _read_file(source: str) -> bytes:
+    try:
+        st = os.lstat(source)
+    except OSError:
+        raise _reject("query_plan_unreadable", "the query plan file cannot be read") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _reject("query_plan_symlink", "the query plan file is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise _reject("query_plan_not_regular_file", "the query plan must be a regular file")
+    if st.st_size > MAX_BYTES:
+        raise _reject("query_plan_too_large", f"a query plan is at most {MAX_BYTES} bytes")
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        return os.read(fd, MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _reject(code: str, message: str) -> ForestError:
+    return ForestError(code, message, exit_code=2)
