@@ -68,7 +68,8 @@ def connect(root: Path) -> sqlite3.Connection:
     path = index_path(root)
     _refuse_symlinks(root, path)
     if not path.exists():
-        raise ForestError("index_missing", "the forest has no index; run 'memory-forest index ROOT'")
+        raise ForestError("index_missing",
+                          "the forest has no index; run 'memory-forest index ROOT'")
     try:
         con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         _check_schema(con)
@@ -181,7 +182,9 @@ def build(root: Path, full: bool = False, progress: Progress | None = None) -> d
             "seconds": round(time.perf_counter() - started, 4)}
 
 
-def _reuser(previous: dict[str, tuple[Facts, int]], since_ns: int) -> Callable[[Entry], Facts | None]:
+def _reuser(
+    previous: dict[str, tuple[Facts, int]], since_ns: int
+) -> Callable[[Entry], Facts | None]:
     def reuse(entry: Entry) -> Facts | None:
         known = previous.get(entry.path)
         if known is None:
@@ -206,7 +209,8 @@ def _rebuild(root: Path, path: Path, snap, now_ns: int, progress: Progress | Non
     try:
         con = sqlite3.connect(tmp)
         try:
-            con.execute("PRAGMA journal_mode = OFF")  # a private temp file: the rename is the commit
+            # A private temp file: the rename below is the commit, so no journal is needed.
+            con.execute("PRAGMA journal_mode = OFF")
             con.execute("PRAGMA synchronous = OFF")
             con.executescript(_SCHEMA)
             with con:
