@@ -22,35 +22,55 @@ from .text import analyze
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
 STRUCTURED = (1, 2, 3, 4)
-PROBE_WEIGHT = 0.5  # a caller's extra probe is weaker evidence than the user's own words
-ANCESTOR_WEIGHT = 0.2  # evidence on a trail's owners supports, but never outweighs, its leaf
 INACTIVE = ("superseded", "archived")
 
-_NODE_COLUMNS = "rowid, path, layer, layer_number, title, doc_id, status, sha256, size, " \
-    "mtime_ns, parent_path"
+# Ranking weights, tuned on the LoCoMo development conversations (docs/benchmarks.md).
+PHRASE_WEIGHT = 0.3  # two query words side by side in the text: evidence of word order
+NEAR_WEIGHT = 0.3  # two query words within NEAR_WINDOW terms: the same sentence or turn
+NEAR_WINDOW = 8
+MAX_PAIRS = 28  # all pairs of the first 8 terms; bounds the cost of long questions
+ANCESTOR_WEIGHT = 0.2  # evidence on a trail's owners supports, but never outweighs, its leaf
+TREE_WEIGHT = 1.0  # favor trails in the trees that hold most of the evidence
+PROBE_WEIGHT = 0.5  # a caller's extra probe is weaker evidence than the user's own words
+
+_NODE_COLUMNS = ("rowid", "path", "layer", "layer_number", "title", "doc_id", "status",
+                 "sha256", "size", "mtime_ns", "parent_path")
+_SELECT_NODE = ", ".join(f"d.{column}" for column in _NODE_COLUMNS)
 
 
 # --- queries --------------------------------------------------------------------------------
 
 
-def match_expression(query: str) -> str:
-    """Turn literal text into an FTS5 expression: quoted terms joined by OR.
+def query_terms(query: str) -> list[str]:
+    """The distinct searchable terms of literal text, in order.
 
-    Terms are letters and digits only (``text.analyze``), and each is quoted,
-    so nothing in a query can act as FTS syntax.
+    Terms are letters and digits only (``text.analyze``) and are always quoted
+    in FTS expressions, so nothing in a query can act as FTS syntax.
     """
-    terms = list(dict.fromkeys(analyze(query)))
+    return list(dict.fromkeys(analyze(query)))
+
+
+def _any_of(terms: list[str]) -> str:
     return " OR ".join(f'"{term}"' for term in terms)
 
 
-def _checked_query(query: str) -> str:
+def _phrases(terms: list[str]) -> str:
+    return " OR ".join(f'"{a} {b}"' for a, b in zip(terms, terms[1:], strict=False))
+
+
+def _near_pairs(terms: list[str]) -> str:
+    pairs = [(a, b) for i, a in enumerate(terms) for b in terms[i + 1:]][:MAX_PAIRS]
+    return " OR ".join(f'NEAR("{a}" "{b}", {NEAR_WINDOW})' for a, b in pairs)
+
+
+def _checked_query(query: str) -> list[str]:
     if not query or not query.strip():
         raise usage_error("query_empty", "the query is empty")
-    expression = match_expression(query)
-    if not expression:
+    terms = query_terms(query)
+    if not terms:
         raise ForestError("query_not_searchable",
                           "the query has no searchable words (only stopwords or punctuation)")
-    return expression
+    return terms
 
 
 def _checked_limit(limit: int) -> int:
@@ -79,7 +99,7 @@ def _open(root_arg: str | Path) -> tuple[Path, sqlite3.Connection]:
     return root, connect(root)
 
 
-def _node(row: sqlite3.Row | tuple) -> dict[str, Any]:
+def _node(row: tuple) -> dict[str, Any]:
     (_, path, layer, _, title, doc_id, status, sha256, size, mtime_ns, _) = row
     return {"path": path, "layer": layer, "title": title, "id": doc_id, "status": status,
             "sha256": sha256, "size": size, "mtime_ns": mtime_ns}
@@ -90,8 +110,8 @@ def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], lim
     """Best ``limit`` documents for an expression, scored by BM25 (higher is better)."""
     match = f"{{{columns}}} : ({expression})" if columns else expression
     marks = ",".join("?" * len(layers))
-    sql = (f"SELECT {', '.join('d.' + c.strip() for c in _NODE_COLUMNS.split(','))}, "
-           "bm25(terms, 2.0, 1.0, 1.0) AS rank FROM terms JOIN docs d ON d.rowid = terms.rowid "
+    sql = (f"SELECT {_SELECT_NODE}, bm25(terms, 2.0, 1.0, 1.0) AS rank "
+           "FROM terms JOIN docs d ON d.rowid = terms.rowid "
            f"WHERE terms MATCH ? AND d.layer_number IN ({marks}) ORDER BY rank, d.path LIMIT ?")
     rows = con.execute(sql, (match, *layers, limit)).fetchall()
     return [(row[:-1], round(-row[-1], 6)) for row in rows]
@@ -105,10 +125,10 @@ def route(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
     """Candidates whose path or title matches: where in the forest to look."""
     from .operations import result
 
-    expression, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
+    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
     _, con = _open(root)
     with con:
-        hits = _hits(con, expression, wanted, limit, columns="title path")
+        hits = _hits(con, _any_of(terms), wanted, limit, columns="title path")
     results = [{**_node(row), "score": score} for row, score in hits]
     return result("route", count=len(results), results=results)
 
@@ -118,10 +138,10 @@ def search(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
     """Documents whose body matches. Bodies only with ``include_body``, after a fresh hash."""
     from .operations import result
 
-    expression, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
+    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
     root_path, con = _open(root)
     with con:
-        hits = _hits(con, expression, wanted, limit)
+        hits = _hits(con, _any_of(terms), wanted, limit)
     results = [{**_node(row), "score": score} for row, score in hits]
     if include_body:
         for item in results:
@@ -131,10 +151,10 @@ def search(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
 
 def fresh_text(root: Path, path: str, indexed_sha256: str) -> str:
     """The current text of a file, only if it still has the indexed hash."""
-    data = _current_bytes(root, path)
-    from .documents import sha256_hex
+    import hashlib
 
-    if sha256_hex(data) != indexed_sha256:
+    data = _current_bytes(root, path)
+    if hashlib.sha256(data).hexdigest() != indexed_sha256:
         raise _stale(path)
     return data.decode("utf-8", errors="replace")
 
@@ -176,7 +196,8 @@ def verify(root: Path, nodes: list[dict[str, Any]]) -> None:
 @dataclass
 class _Trail:
     nodes: list[dict[str, Any]]
-    scores: dict[int, float] = field(default_factory=dict)  # query number -> evidence
+    evidence: dict[int, float] = field(default_factory=dict)  # query number -> score
+    score: float = 0.0
 
     @property
     def owner(self) -> dict[str, Any]:
@@ -193,28 +214,38 @@ def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
     from .operations import result
 
     queries = [_checked_query(query)]
-    for probe in plan.probes if plan is not None else []:
-        queries.append(match_expression(probe.query))
+    queries += [query_terms(probe.query) for probe in (plan.probes if plan is not None else [])]
     limit = _checked_limit(limit)
     root_path, con = _open(root)
     with con:
         trails = _trails(con, queries, depth=max(limit * 5, 50))
     ranked = sorted(trails, key=_rank_key)[:limit]
     verify(root_path, [node for trail in ranked for node in trail.nodes])
-    rendered = [_render_trail(trail) for trail in ranked]
-    return result("retrieve", count=len(rendered), trails=rendered, body_included=False,
-                  probes=len(queries) - 1)
+    return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
+                  body_included=False, probes=len(queries) - 1)
 
 
-def _trails(con: sqlite3.Connection, queries: list[str], depth: int) -> list[_Trail]:
+def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:
+    """Candidates for one query: BM25 over any term, plus phrase and proximity bonuses."""
+    found = {row[1]: [row, score] for row, score in _hits(con, _any_of(terms), STRUCTURED, depth)}
+    if len(terms) > 1:
+        for expression, weight in ((_phrases(terms), PHRASE_WEIGHT),
+                                   (_near_pairs(terms), NEAR_WEIGHT)):
+            for row, score in _hits(con, expression, STRUCTURED, depth):
+                if row[1] in found:
+                    found[row[1]][1] += weight * score
+    return found
+
+
+def _trails(con: sqlite3.Connection, queries: list[list[str]], depth: int) -> list[_Trail]:
     evidence: dict[str, dict[int, float]] = {}
     rows: dict[str, tuple] = {}
-    for number, expression in enumerate(queries):
-        if not expression:
+    for number, terms in enumerate(queries):
+        if not terms:
             continue  # a probe with no searchable words adds nothing
-        for row, score in _hits(con, expression, STRUCTURED, depth):
-            rows[row[1]] = row
-            evidence.setdefault(row[1], {})[number] = score
+        for path, (row, score) in _evidence(con, terms, depth).items():
+            rows[path] = row
+            evidence.setdefault(path, {})[number] = score
     chains = {path: _chain(con, rows[path]) for path in evidence}
     # A hit that owns another hit is evidence for that deeper trail, not a trail of its own:
     # retrieval narrows toward leaves and never fans out over the forest.
@@ -225,18 +256,39 @@ def _trails(con: sqlite3.Connection, queries: list[str], depth: int) -> list[_Tr
             continue
         trail = _Trail(chain)
         for node in chain:
+            weight = 1.0 if node["path"] == path else ANCESTOR_WEIGHT
             for number, score in evidence.get(node["path"], {}).items():
-                weight = 1.0 if node["path"] == path else ANCESTOR_WEIGHT
-                trail.scores[number] = trail.scores.get(number, 0.0) + weight * score
+                trail.evidence[number] = trail.evidence.get(number, 0.0) + weight * score
+        trail.score = sum(score * (1.0 if number == 0 else PROBE_WEIGHT)
+                          for number, score in trail.evidence.items())
         trails.append(trail)
+    _favor_dense_trees(trails)
     return trails
+
+
+def _favor_dense_trees(trails: list[_Trail]) -> None:
+    """Scale each trail by its tree's share of all evidence.
+
+    A question usually concerns one domain; trails in the tree where most of
+    the evidence sits are likelier answers than stray matches elsewhere.
+    """
+    mass: dict[str, float] = {}
+    for trail in trails:
+        mass[_tree_of(trail)] = mass.get(_tree_of(trail), 0.0) + trail.score
+    total = sum(mass.values()) or 1.0
+    for trail in trails:
+        trail.score = round(trail.score * (1 + TREE_WEIGHT * mass[_tree_of(trail)] / total), 6)
+
+
+def _tree_of(trail: _Trail) -> str:
+    return trail.nodes[1]["path"] if len(trail.nodes) > 1 else trail.nodes[0]["path"]
 
 
 def _chain(con: sqlite3.Connection, row: tuple) -> list[dict[str, Any]]:
     """The root-first ownership chain ending at ``row``, from the parent paths in the index."""
     chain = [row]
     while chain[0][-1] is not None and len(chain) < 4:
-        parent = con.execute(f"SELECT {_NODE_COLUMNS} FROM docs WHERE path = ?",
+        parent = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?",
                              (chain[0][-1],)).fetchone()
         if parent is None:
             break
@@ -244,25 +296,20 @@ def _chain(con: sqlite3.Connection, row: tuple) -> list[dict[str, Any]]:
     return [_node(r) for r in chain]
 
 
-def _score(trail: _Trail) -> float:
-    return round(sum(score * (1.0 if number == 0 else PROBE_WEIGHT)
-                     for number, score in trail.scores.items()), 6)
-
-
 def _rank_key(trail: _Trail) -> tuple:
-    return (0 not in trail.scores, trail.owner["status"] in INACTIVE, -_score(trail),
+    return (0 not in trail.evidence, trail.owner["status"] in INACTIVE, -trail.score,
             -len(trail.nodes), trail.owner["path"])
 
 
-def _render_trail(trail: _Trail) -> dict[str, Any]:
+def _render(trail: _Trail) -> dict[str, Any]:
     nodes = trail.nodes
     return {
         "nodes": nodes,
         "complete": len(nodes) == 4 and nodes[0]["layer"] == "01 xltm",
-        "score": _score(trail),
+        "score": trail.score,
         "status": trail.owner["status"],
-        "original_query_matched": 0 in trail.scores,
-        "matched_query_plan_probe_count": sum(1 for n in trail.scores if n > 0),
+        "original_query_matched": 0 in trail.evidence,
+        "matched_query_plan_probe_count": sum(1 for number in trail.evidence if number > 0),
         "canonical_parent_child": [
             {"parent": parent["path"], "child": child["path"]}
             for parent, child in zip(nodes, nodes[1:], strict=False)

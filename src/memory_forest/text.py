@@ -34,6 +34,7 @@ themselves then there these they this those through to too under until up very w
 what when where which while who whom why will with would you your yours yourself yourselves
 s t d ll m o re ve y also ever did didn doesn don hadn hasn haven isn wasn weren won wouldn
 shan shouldn mustn needn mightn couldn aren ain get got like one us let may might must shall
+another many much often else anything something someone kind type thing things way ways
 """.split())
 
 
