@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -47,7 +47,10 @@ class Facts:
     issues: list[Issue] = field(default_factory=list)  # problems local to this file
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = dict(self.__dict__)
+        data["links"] = [link.__dict__ for link in self.links]
+        data["issues"] = [issue.to_dict() for issue in self.issues]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Facts:
@@ -94,7 +97,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     if not text.startswith("---"):
         return {}, text, 0
     try:
-        metadata, body = frontmatter.parse(text)
+        metadata, body = frontmatter.parse(text, handler=_yaml_handler())
     except Exception as exc:  # PyYAML raises many classes; all mean "malformed"
         raise ValueError(type(exc).__name__) from None
     if not isinstance(metadata, dict):
@@ -172,12 +175,30 @@ def _is_timestamp(value: Any) -> bool:
 
 
 @lru_cache(maxsize=1)
+def _yaml_handler():
+    """python-frontmatter's YAML handler, on libyaml's C loader when PyYAML has it."""
+    import yaml
+    from frontmatter.default_handlers import YAMLHandler
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Handler(YAMLHandler):
+        def load(self, fm: str, **kwargs: object) -> Any:
+            return yaml.load(fm, Loader=loader)  # noqa: S506 - a safe loader
+
+    return Handler()
+
+
+@lru_cache(maxsize=1)
 def _markdown():
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark")
-    # Keep escapes and entities as separate tokens: "\[\[x]]" is text, not a link.
-    md.disable("text_join")
+    # Keep escapes as separate tokens: "\[\[x]]" is text, not a link. Rules that only
+    # shape inline rendering (emphasis, links, entities) are off: structure needs headings,
+    # code and paragraphs, and skipping the rest halves the cost of indexing.
+    md.disable(["text_join", "emphasis", "link", "image", "autolink", "entity",
+                "balance_pairs", "fragments_join"])
     return md
 
 
@@ -214,14 +235,10 @@ def _text_runs(children: list[Any]) -> list[str]:
             current.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             current.append("\n")
-        elif child.type in ("em_open", "em_close", "strong_open", "strong_close"):
-            continue
-        else:  # code_inline, text_special (escapes, entities), html_inline, links, images
+        else:  # code_inline, text_special (escapes), html_inline: never part of a link
             if current:
                 runs.append("".join(current))
             current = []
-            if child.type == "html_inline":
-                runs.append(child.content)
     if current:
         runs.append("".join(current))
     return runs

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 from .errors import ForestError
 from .layers import STATE_DIR
 from .safety import FILE_MODE, Entry, mkdir_private
+from .text import TOKENIZER
 
 if TYPE_CHECKING:
     from .documents import Facts
 
 INDEX_NAME = "index.sqlite3"
-INDEX_SCHEMA_VERSION = 1
+INDEX_SCHEMA_VERSION = 2
 # A file modified within this window of the last build may have changed
 # without its mtime moving (coarse timestamps); such files are re-hashed.
 RACY_WINDOW_NS = 2_000_000_000
@@ -48,10 +49,7 @@ CREATE TABLE docs (
     facts TEXT NOT NULL
 );
 CREATE INDEX docs_layer ON docs(layer_number);
-CREATE VIRTUAL TABLE terms USING fts5(
-    title, path, body,
-    tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M* P* S*'"
-);
+CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{TOKENIZER}");
 INSERT INTO meta VALUES ('schema_version', '{INDEX_SCHEMA_VERSION}');
 """
 
@@ -264,7 +262,7 @@ def _apply_incremental(path: Path, snap, previous, now_ns: int, progress) -> dic
 
 
 def _insert(con: sqlite3.Connection, snap, doc_path: str) -> None:
-    from .text import analyze
+    from .text import index_text
 
     facts = snap.facts[doc_path]
     route = snap.routes[doc_path]
@@ -278,8 +276,7 @@ def _insert(con: sqlite3.Connection, snap, doc_path: str) -> None:
     body = snap.texts.get(doc_path, "")
     con.execute(
         "INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)",
-        (cursor.lastrowid, " ".join(analyze(facts.title)), " ".join(analyze(doc_path)),
-         " ".join(analyze(body))),
+        (cursor.lastrowid, index_text(facts.title), doc_path, index_text(body)),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 ERROR = "error"
 WARNING = "warning"
@@ -16,7 +16,8 @@ class Issue:
     level: str = ERROR
 
     def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+        return {"path": self.path, "code": self.code, "message": self.message,
+                "level": self.level}
 
     @classmethod
     def from_dict(cls, data: dict[str, str]) -> Issue:

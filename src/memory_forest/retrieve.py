@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import ForestError, usage_error
 from .layers import layer_for
-from .text import analyze
+from .text import query_terms
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
@@ -39,15 +39,6 @@ _SELECT_NODE = ", ".join(f"d.{column}" for column in _NODE_COLUMNS)
 
 
 # --- queries --------------------------------------------------------------------------------
-
-
-def query_terms(query: str) -> list[str]:
-    """The distinct searchable terms of literal text, in order.
-
-    Terms are letters and digits only (``text.analyze``) and are always quoted
-    in FTS expressions, so nothing in a query can act as FTS syntax.
-    """
-    return list(dict.fromkeys(analyze(query)))
 
 
 def _any_of(terms: list[str]) -> str:
@@ -151,24 +142,42 @@ def search(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
 
 def fresh_text(root: Path, path: str, indexed_sha256: str) -> str:
     """The current text of a file, only if it still has the indexed hash."""
-    import hashlib
-
-    data = _current_bytes(root, path)
-    if hashlib.sha256(data).hexdigest() != indexed_sha256:
+    data = _current_bytes(root, path, _max_file_bytes(root))
+    if _sha256(data) != indexed_sha256:
         raise _stale(path)
     return data.decode("utf-8", errors="replace")
 
 
-def _current_bytes(root: Path, path: str) -> bytes:
+def verify(root: Path, nodes: list[dict[str, Any]]) -> None:
+    """Re-hash every file; any difference from the index fails closed."""
+    max_bytes = _max_file_bytes(root)
+    for path, node in {node["path"]: node for node in nodes}.items():
+        data = _current_bytes(root, path, max_bytes)
+        if len(data) != node["size"] or _sha256(data) != node["sha256"]:
+            raise _stale(path)
+
+
+def _max_file_bytes(root: Path) -> int:
     from .config import load_config
+
+    return load_config(root).limits["max_file_bytes"]
+
+
+def _current_bytes(root: Path, path: str, max_bytes: int) -> bytes:
     from .safety import read_regular
 
     try:
-        return read_regular(root, path, load_config(root).limits["max_file_bytes"])
+        return read_regular(root, path, max_bytes)
     except ForestError as exc:
         if exc.code == "not_found":
             raise _stale(path) from None
         raise
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _stale(path: str) -> ForestError:
@@ -176,28 +185,15 @@ def _stale(path: str) -> ForestError:
                        "'memory-forest index ROOT' and ask again", {"path": path})
 
 
-def verify(root: Path, nodes: list[dict[str, Any]]) -> None:
-    """Re-hash every file; any difference from the index fails closed."""
-    import hashlib
-
-    checked: set[str] = set()
-    for node in nodes:
-        if node["path"] in checked:
-            continue
-        data = _current_bytes(root, node["path"])
-        if len(data) != node["size"] or hashlib.sha256(data).hexdigest() != node["sha256"]:
-            raise _stale(node["path"])
-        checked.add(node["path"])
-
-
 # --- retrieve -------------------------------------------------------------------------------
 
 
 @dataclass
 class _Trail:
-    nodes: list[dict[str, Any]]
+    paths: list[str]  # root-first ownership chain
     evidence: dict[int, float] = field(default_factory=dict)  # query number -> score
     score: float = 0.0
+    nodes: list[dict[str, Any]] = field(default_factory=list)  # filled for returned trails
 
     @property
     def owner(self) -> dict[str, Any]:
@@ -218,8 +214,9 @@ def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
     limit = _checked_limit(limit)
     root_path, con = _open(root)
     with con:
-        trails = _trails(con, queries, depth=max(limit * 5, 50))
-    ranked = sorted(trails, key=_rank_key)[:limit]
+        trails, statuses = _trails(con, queries, depth=max(limit * 5, 50))
+        ranked = sorted(trails, key=lambda t: _rank_key(t, statuses))[:limit]
+        _fill_nodes(con, ranked)
     verify(root_path, [node for trail in ranked for node in trail.nodes])
     return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
                   body_included=False, probes=len(queries) - 1)
@@ -237,33 +234,35 @@ def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str
     return found
 
 
-def _trails(con: sqlite3.Connection, queries: list[list[str]], depth: int) -> list[_Trail]:
+def _trails(con: sqlite3.Connection, queries: list[list[str]],
+            depth: int) -> tuple[list[_Trail], dict[str, str]]:
+    """Trails for every candidate, scored; and the status of each candidate."""
     evidence: dict[str, dict[int, float]] = {}
-    rows: dict[str, tuple] = {}
+    statuses: dict[str, str] = {}
     for number, terms in enumerate(queries):
         if not terms:
             continue  # a probe with no searchable words adds nothing
         for path, (row, score) in _evidence(con, terms, depth).items():
-            rows[path] = row
+            statuses[path] = row[_NODE_COLUMNS.index("status")]
             evidence.setdefault(path, {})[number] = score
-    chains = {path: _chain(con, rows[path]) for path in evidence}
+    chains = {path: _chain(path) for path in evidence}
     # A hit that owns another hit is evidence for that deeper trail, not a trail of its own:
     # retrieval narrows toward leaves and never fans out over the forest.
-    owners = {node["path"] for chain in chains.values() for node in chain[:-1]}
+    owners = {owner for chain in chains.values() for owner in chain[:-1]}
     trails = []
     for path, chain in chains.items():
         if path in owners:
             continue
         trail = _Trail(chain)
         for node in chain:
-            weight = 1.0 if node["path"] == path else ANCESTOR_WEIGHT
-            for number, score in evidence.get(node["path"], {}).items():
+            weight = 1.0 if node == path else ANCESTOR_WEIGHT
+            for number, score in evidence.get(node, {}).items():
                 trail.evidence[number] = trail.evidence.get(number, 0.0) + weight * score
         trail.score = sum(score * (1.0 if number == 0 else PROBE_WEIGHT)
                           for number, score in trail.evidence.items())
         trails.append(trail)
     _favor_dense_trees(trails)
-    return trails
+    return trails, statuses
 
 
 def _favor_dense_trees(trails: list[_Trail]) -> None:
@@ -281,24 +280,33 @@ def _favor_dense_trees(trails: list[_Trail]) -> None:
 
 
 def _tree_of(trail: _Trail) -> str:
-    return trail.nodes[1]["path"] if len(trail.nodes) > 1 else trail.nodes[0]["path"]
+    return trail.paths[1] if len(trail.paths) > 1 else trail.paths[0]
 
 
-def _chain(con: sqlite3.Connection, row: tuple) -> list[dict[str, Any]]:
-    """The root-first ownership chain ending at ``row``, from the parent paths in the index."""
-    chain = [row]
-    while chain[0][-1] is not None and len(chain) < 4:
-        parent = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?",
-                             (chain[0][-1],)).fetchone()
-        if parent is None:
-            break
+def _chain(path: str) -> list[str]:
+    """The root-first ownership chain ending at ``path`` (derived from the route alone)."""
+    from .routes import parent_of
+
+    chain = [path]
+    while (parent := parent_of(chain[0])) is not None:
         chain.insert(0, parent)
-    return [_node(r) for r in chain]
+    return chain
 
 
-def _rank_key(trail: _Trail) -> tuple:
-    return (0 not in trail.evidence, trail.owner["status"] in INACTIVE, -trail.score,
-            -len(trail.nodes), trail.owner["path"])
+def _fill_nodes(con: sqlite3.Connection, trails: list[_Trail]) -> None:
+    """Load node metadata for the returned trails; owners missing from the index are dropped."""
+    wanted = sorted({path for trail in trails for path in trail.paths})
+    marks = ",".join("?" * len(wanted))
+    rows = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path IN ({marks})",
+                       wanted).fetchall() if wanted else []
+    nodes = {row[1]: _node(row) for row in rows}
+    for trail in trails:
+        trail.nodes = [nodes[path] for path in trail.paths if path in nodes]
+
+
+def _rank_key(trail: _Trail, statuses: dict[str, str]) -> tuple:
+    return (0 not in trail.evidence, statuses[trail.paths[-1]] in INACTIVE, -trail.score,
+            -len(trail.paths), trail.paths[-1])
 
 
 def _render(trail: _Trail) -> dict[str, Any]:

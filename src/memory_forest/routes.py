@@ -31,19 +31,27 @@ class Route:
 
     @property
     def parent_path(self) -> str | None:
-        """The immediate owner in the ownership tree (layers 02-04 only)."""
-        key = self.layer.key
-        if key == "ltm":
-            return XLTM_PATH
-        if key == "mtm":
-            return ltm_path(self.tree)
-        if key == "stm":
-            return mtm_path(self.tree, self.branch)
-        return None
+        return parent_of(self.path)
 
     @property
     def link_target(self) -> str:
         return link_target(self.path)
+
+
+def parent_of(path: str) -> str | None:
+    """The immediate owner of a canonical path in the ownership tree (layers 02-04 only).
+
+    Pure string work on an already-valid path: retrieval calls it for every
+    candidate, so it must not re-validate.
+    """
+    parts = path.split("/")
+    if parts[0] == "04 stm":
+        return mtm_path(parts[1], parts[2])
+    if parts[0] == "03 mtm":
+        return ltm_path(parts[1])
+    if parts[0] == "02 ltm":
+        return XLTM_PATH
+    return None
 
 
 def ltm_path(tree: str) -> str:

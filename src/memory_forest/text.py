@@ -1,28 +1,46 @@
-"""Text analysis shared by indexing and querying: one function, ``analyze``.
+"""Text analysis shared by indexing and querying.
 
-Both sides of full-text search must cut text into the same terms, so this is
-the only place that decides what a term is:
+SQLite's FTS5 tokenizer ``porter unicode61 remove_diacritics 2`` does the
+heavy lifting in C for spaced scripts: it splits on non-letters, casefolds,
+folds diacritics (``réglage`` matches ``reglage``) and applies the Porter
+stemmer. This module prepares what that tokenizer cannot handle:
 
-- Latin and other spaced scripts: NFKC, casefold, diacritics folded
-  (``réglage`` -> ``reglage``), English stopwords dropped, Snowball-stemmed.
-- Scripts written without spaces (Han, kana, Hangul, Thai): overlapping
-  character bigrams, so ``김치`` finds ``배추김치`` and ``斑点`` finds ``茶色い斑点``.
-- Arabic: vowel marks and tatweel removed, letter variants unified, the
-  article and its common proclitics stripped (``الزعتر`` -> ``زعتر``).
+- Scripts written without spaces (Han, kana, Hangul, Thai) become
+  overlapping character bigrams, so ``김치`` finds ``배추김치`` and ``斑点``
+  finds ``茶色い斑点``.
+- Arabic loses vowel marks and tatweel, letter variants are unified and the
+  article with its common proclitics is stripped (``الزعتر`` -> ``زعتر``).
 
-The output is plain space-separated terms; SQLite only splits on spaces.
+``index_text`` rewrites stored text; ``query_terms`` cuts a query into the
+literal words to look up (stopwords dropped). Both use the same rewriting,
+so a query term always meets the same token that indexing produced.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
-_WORD = re.compile(r"[^\W_]+")
+_UNSPACED = (
+    "\u0e00-\u0e7f"  # thai
+    "\u1100-\u11ff"  # hangul jamo
+    "\u3040-\u30ff"  # hiragana, katakana
+    "\u3130-\u318f"  # hangul compatibility jamo
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uac00-\ud7af"  # hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\U00020000-\U0002fa1f"  # CJK extensions B and later
+)
+_ARABIC = "\u0600-\u06ff\u0750-\u077f"
+_SPECIAL_RUN = re.compile(f"[{_UNSPACED}]+|[{_ARABIC}]+")
+_UNSPACED_CHAR = re.compile(f"[{_UNSPACED}]")
+_WORD = re.compile(f"[{_UNSPACED}]+|[{_ARABIC}]+|[^\\W_{_UNSPACED}{_ARABIC}]+")
 _ARABIC_MARKS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
 _ARABIC_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
 _ARABIC_LETTERS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ى": "ي", "ة": "ه"})
+
+TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 
 STOPWORDS = frozenset("""
 a about above after again against all am an and any are aren't as at be because been before
@@ -38,62 +56,39 @@ another many much often else anything something someone kind type thing things w
 """.split())
 
 
-def analyze(text: str) -> list[str]:
-    """Cut ``text`` into index/query terms (see the module docstring)."""
+def index_text(text: str) -> str:
+    """Text as stored for full-text search (see the module docstring)."""
+    text = unicodedata.normalize("NFKC", text)
+    if text.isascii():
+        return text
+    return _SPECIAL_RUN.sub(lambda m: f" {' '.join(_special_terms(m.group()))} ", text)
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct searchable words of literal text, in order, without stopwords.
+
+    Every term is letters, digits and combining marks only, so quoting it is
+    enough to keep any query text from acting as FTS syntax.
+    """
     terms: list[str] = []
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
-        terms.extend(_word_terms(word))
-    return terms
+    for word in _WORD.findall(unicodedata.normalize("NFKC", query).casefold()):
+        if _SPECIAL_RUN.fullmatch(word):
+            terms.extend(_special_terms(word))
+        elif word not in STOPWORDS:
+            terms.append(word)
+    return list(dict.fromkeys(t for t in terms if t))
 
 
 def has_unspaced_script(text: str) -> bool:
-    return any(_is_unspaced(ch) for ch in text)
+    return _UNSPACED_CHAR.search(text) is not None
 
 
-@lru_cache(maxsize=200_000)
-def _word_terms(word: str) -> tuple[str, ...]:
-    if word.isascii():
-        return _latin(word)
-    terms: list[str] = []
-    for run, unspaced in _runs(word):
-        if unspaced:
-            terms.extend(_bigrams(run))
-        elif _is_arabic(run[0]):
-            terms.append(_arabic(run))
-        else:
-            terms.extend(_latin(_fold(run)))
-    return tuple(t for t in terms if t)
-
-
-def _latin(word: str) -> tuple[str, ...]:
-    if word in STOPWORDS:
-        return ()
-    if word.isdigit() or len(word) < 3:
-        return (word,)
-    return (_stem(word),)
-
-
-def _fold(word: str) -> str:
-    decomposed = unicodedata.normalize("NFD", word)
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed
-                                                if not unicodedata.combining(c)))
-
-
-def _runs(word: str) -> list[tuple[str, bool]]:
-    """Split a word into runs of unspaced-script and other characters."""
-    runs: list[tuple[str, bool]] = []
-    start = 0
-    for index in range(1, len(word) + 1):
-        if index == len(word) or _is_unspaced(word[index]) != _is_unspaced(word[start]):
-            runs.append((word[start:index], _is_unspaced(word[start])))
-            start = index
-    return runs
-
-
-def _bigrams(run: str) -> list[str]:
-    if len(run) == 1:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
+def _special_terms(run: str) -> list[str]:
+    if _UNSPACED_CHAR.match(run):
+        if len(run) == 1:
+            return [run]
+        return [run[i : i + 2] for i in range(len(run) - 1)]
+    return [_arabic(run)]
 
 
 def _arabic(word: str) -> str:
@@ -102,33 +97,3 @@ def _arabic(word: str) -> str:
         if word.startswith(prefix) and len(word) - len(prefix) >= 2:
             return word[len(prefix):]
     return word
-
-
-def _is_unspaced(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
-        or 0x3400 <= code <= 0x4DBF  # extension A
-        or 0x3040 <= code <= 0x30FF  # hiragana, katakana
-        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
-        or 0x1100 <= code <= 0x11FF  # hangul jamo
-        or 0x3130 <= code <= 0x318F  # hangul compatibility jamo
-        or 0x0E00 <= code <= 0x0E7F  # thai
-        or 0xF900 <= code <= 0xFAFF  # CJK compatibility ideographs
-        or 0x20000 <= code <= 0x2FA1F  # CJK extensions B and later
-    )
-
-
-def _is_arabic(ch: str) -> bool:
-    return 0x0600 <= ord(ch) <= 0x06FF or 0x0750 <= ord(ch) <= 0x077F
-
-
-@lru_cache(maxsize=1)
-def _stemmer():
-    import Stemmer  # PyStemmer: the Snowball algorithms in C, ~2 ms to import
-
-    return Stemmer.Stemmer("english")
-
-
-def _stem(word: str) -> str:
-    return _stemmer().stemWord(word)
