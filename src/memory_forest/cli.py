@@ -28,7 +28,9 @@ app = typer.Typer(
 
 _state = {"json": False}
 
-Root = Annotated[Path, typer.Argument(help="Forest root directory.", show_default=False)]
+Root = Annotated[
+    Path, typer.Argument(help="Forest root directory.", show_default=False, metavar="ROOT")
+]
 
 
 def _version(value: bool) -> None:
@@ -95,7 +97,9 @@ def _print(outcome: dict[str, Any]) -> None:
 
 @app.command()
 def init(
-    root: Annotated[Path, typer.Argument(help="Path of the new forest (must not exist).")],
+    root: Annotated[
+        Path, typer.Argument(help="Path of the new forest (must not exist).", metavar="ROOT")
+    ],
     example: Annotated[bool, typer.Option(help="Fill it with the synthetic example.")] = False,
 ) -> None:
     """Create a new private forest (0700/0600) at a path that does not exist.
@@ -172,20 +176,32 @@ def _hoist_json(argv: list[str]) -> list[str]:
     return ["--json", *rest, *argv[end:]]
 
 
-def main(argv: list[str] | None = None) -> None:
-    import click
+def _click_exception() -> type[Exception]:
+    """The base class of the parser's usage errors.
 
+    typer >= 0.26 vendors click as ``typer._click`` and no longer installs the
+    ``click`` package, so importing ``click`` directly would crash at start-up.
+    """
+    try:
+        from typer._click.exceptions import ClickException
+    except ImportError:  # older typer: click is a regular dependency
+        from click import ClickException
+    return ClickException
+
+
+def main(argv: list[str] | None = None) -> None:
+    click_exception = _click_exception()
     args = _hoist_json(list(sys.argv[1:] if argv is None else argv))
     _state["json"] = bool(args) and args[0] == "--json"
     command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name="memory-forest", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:  # typer.Exit is click's Exit under every typer version
         code = exc.exit_code
-    except click.ClickException as exc:
+    except click_exception as exc:
         _usage_failure(exc)
         code = 2
-    except click.exceptions.Abort:
+    except typer.Abort:
         code = 130
     sys.exit(code or 0)
 
@@ -196,7 +212,6 @@ def _usage_failure(exc: Any) -> None:
         operation = getattr(getattr(exc, "ctx", None), "info_name", None) or "memory-forest"
         _print(_failure(operation, {"code": "usage_error", "message": message, "details": {}}))
     else:
-        ctx = getattr(exc, "ctx", None)
-        if ctx is not None:
-            sys.stderr.write(ctx.get_usage() + "\n")
-        sys.stderr.write(f"error: {message}\n")
+        # The parser's own rendering: usage line, hint and message on stderr (or,
+        # for a bare ``memory-forest``, just the help text).
+        exc.show()
