@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -151,20 +152,32 @@ def run_cli(*args: str | os.PathLike[str], cwd: Path | None = None) -> CliResult
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-@pytest.fixture
-def example_forest(tmp_path: Path) -> Path:
-    """A fresh copy of the packaged synthetic example, created by ``init --example``."""
-    root = tmp_path / "forest"
-    operations.init(root, example=True)
-    return root
+@pytest.fixture(scope="session")
+def _forest_templates(tmp_path_factory) -> dict[str, Path]:
+    """One forest per kind, made by the real ``init`` once per test session."""
+    base = tmp_path_factory.mktemp("templates")
+    operations.init(base / "example", example=True)
+    operations.init(base / "empty")
+    return {"example": base / "example", "empty": base / "empty"}
+
+
+def _fresh_copy(template: Path, target: Path) -> Path:
+    # copytree keeps modes and mtimes (copy2, then copystat on every directory),
+    # so the copy is what init made, without paying init's fsyncs in every test.
+    shutil.copytree(template, target, symlinks=True)
+    return target
 
 
 @pytest.fixture
-def empty_forest(tmp_path: Path) -> Path:
-    """A fresh forest with its seven layers and config, and no documents."""
-    root = tmp_path / "forest"
-    operations.init(root)
-    return root
+def example_forest(tmp_path: Path, _forest_templates: dict[str, Path]) -> Path:
+    """A fresh private copy of the synthetic example created by ``init(example=True)``."""
+    return _fresh_copy(_forest_templates["example"], tmp_path / "forest")
+
+
+@pytest.fixture
+def empty_forest(tmp_path: Path, _forest_templates: dict[str, Path]) -> Path:
+    """A fresh forest from ``init``: seven layers and a config, no documents."""
+    return _fresh_copy(_forest_templates["empty"], tmp_path / "forest")
 
 
 @pytest.fixture
