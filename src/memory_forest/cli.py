@@ -28,7 +28,9 @@ app = typer.Typer(
 
 _state = {"json": False}
 
-Root = Annotated[Path, typer.Argument(help="Forest root directory.", show_default=False)]
+Root = Annotated[
+    Path, typer.Argument(help="Forest root directory.", show_default=False, metavar="ROOT")
+]
 
 
 def _version(value: bool) -> None:
@@ -95,7 +97,9 @@ def _print(outcome: dict[str, Any]) -> None:
 
 @app.command()
 def init(
-    root: Annotated[Path, typer.Argument(help="Path of the new forest (must not exist).")],
+    root: Annotated[
+        Path, typer.Argument(help="Path of the new forest (must not exist).", metavar="ROOT")
+    ],
     example: Annotated[bool, typer.Option(help="Fill it with the synthetic example.")] = False,
 ) -> None:
     """Create a new private forest (0700/0600) at a path that does not exist.
@@ -303,7 +307,6 @@ def _usage_failure(exc: Any) -> None:
         operation = getattr(getattr(exc, "ctx", None), "info_name", None) or "memory-forest"
         _print(_failure(operation, {"code": "usage_error", "message": message, "details": {}}))
     else:
-        ctx = getattr(exc, "ctx", None)
-        if ctx is not None:
-            sys.stderr.write(ctx.get_usage() + "\n")
-        sys.stderr.write(f"error: {message}\n")
+        # The parser's own rendering: usage line, hint and message on stderr (or,
+        # for a bare ``memory-forest``, just the help text).
+        exc.show()

@@ -15,11 +15,13 @@ from typing import Any
 from .errors import ForestError
 from .jsonio import StrictJSONError, loads_strict
 from .layers import LAYERS, STATE_DIR
+from .safety import read_regular
 
 CONFIG_NAME = "forest.json"
 CONFIG_SCHEMA_VERSION = 1
 _FOREST_ID = re.compile(r"[0-9a-f]{32}")
 _KEYS = {"schema_version", "forest_id", "layers", "limits"}
+MAX_CONFIG_BYTES = 1024 * 1024  # a config is a few hundred bytes; anything huge is not one
 
 DEFAULT_LIMITS: dict[str, int] = {
     "max_files": 200_000,
@@ -56,15 +58,24 @@ def new_config_bytes() -> bytes:
 
 
 def load_config(root: Path) -> Config:
-    """Load the forest config; a forest without one uses the defaults."""
-    path = config_path(root)
+    """Load the forest config; a forest without one uses the defaults.
+
+    The config is read before the walk, so it goes through ``read_regular``:
+    a symlinked state directory or ``forest.json`` is refused, never followed
+    (it could carry limits from outside the forest), and a FIFO cannot hang
+    the read.
+    """
+    rel = f"{STATE_DIR}/{CONFIG_NAME}"
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return Config(forest_id=None, present=False)
+        raw = read_regular(root, rel, MAX_CONFIG_BYTES)
+    except ForestError as exc:
+        if exc.code == "not_found":
+            return Config(forest_id=None, present=False)
+        raise ForestError("config_unreadable", f"cannot read {rel} ({exc.code})",
+                          {"path": rel, "reason": exc.code}) from None
     except OSError as exc:
-        raise ForestError("config_unreadable", f"cannot read {STATE_DIR}/{CONFIG_NAME}",
-                          {"error": type(exc).__name__}) from None
+        raise ForestError("config_unreadable", f"cannot read {rel}",
+                          {"path": rel, "error": type(exc).__name__}) from None
     return parse_config(raw)
 
 

@@ -89,21 +89,31 @@ def _stem(path: str) -> str:
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     """Return (metadata, body, number of lines before the body).
 
+    python-frontmatter's YAML handler finds the fences and loads the YAML, but
+    its ``parse`` strips the body: that would turn an indented code block right
+    after the frontmatter into prose (and its wikilinks into links) and shift
+    every reported line number. So the body is cut from the original text here.
+
     Raises ValueError with a short reason when the frontmatter is malformed.
     """
-    import frontmatter
-
     text = text.removeprefix("\ufeff")
-    if not text.startswith("---"):
+    handler = _yaml_handler()
+    if not handler.detect(text):
         return {}, text, 0
     try:
-        metadata, body = frontmatter.parse(text, handler=_yaml_handler())
+        fm, rest = handler.split(text)
+    except ValueError:  # no closing fence: an opening thematic break, not frontmatter
+        return {}, text, 0
+    try:
+        metadata = handler.load(fm)
     except Exception as exc:  # PyYAML raises many classes; all mean "malformed"
         raise ValueError(type(exc).__name__) from None
+    if metadata is None:  # empty frontmatter (or only comments)
+        metadata = {}
     if not isinstance(metadata, dict):
         raise ValueError("frontmatter is not a mapping")
-    offset = text.count("\n", 0, len(text) - len(body)) if body else text.count("\n")
-    return metadata, body, offset
+    body = rest.removeprefix("\n")  # the line end of the closing fence
+    return metadata, body, text.count("\n", 0, len(text) - len(body))
 
 
 def _read_markdown(facts: Facts, text: str, max_links: int) -> str:
@@ -221,26 +231,40 @@ def scan_markdown(body: str, line_offset: int = 0) -> tuple[str | None, list[Lin
         elif token.type == "heading_open" and token.tag == "h2":
             anchors.append(tokens[index + 1].content.strip())
         elif token.type == "inline" and token.children is not None:
-            line = line_offset + (token.map[0] if token.map else 0) + 1
-            for run in _text_runs(token.children):
-                links.extend(_parse_links(run, line))
+            first_line = line_offset + (token.map[0] if token.map else 0) + 1
+            for breaks_before, run in _text_runs(token.children):
+                links.extend(_parse_links(run, first_line + breaks_before))
     return heading, links, anchors
 
 
-def _text_runs(children: list[Any]) -> list[str]:
-    runs: list[str] = []
+def _text_runs(children: list[Any]) -> list[tuple[int, str]]:
+    """Split inline tokens into runs of prose, each with the line breaks before it.
+
+    A wikilink never spans a code span, an escape or raw HTML, so each of
+    those ends a run. The break count lets a link report its own line, not the
+    first line of its paragraph (newlines inside a code span are lost by the
+    parser, so a link after a multi-line code span may report an earlier line).
+    """
+    runs: list[tuple[int, str]] = []
     current: list[str] = []
+    start = breaks = 0
     for child in children:
-        if child.type == "text":
-            current.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
-            current.append("\n")
-        else:  # code_inline, text_special (escapes), html_inline: never part of a link
-            if current:
-                runs.append("".join(current))
-            current = []
+        if child.type in ("text", "softbreak", "hardbreak"):
+            if not current:
+                start = breaks
+            if child.type == "text":
+                current.append(child.content)
+            else:
+                current.append("\n")
+                breaks += 1
+            continue
+        # code_inline, text_special (escapes), html_inline: never part of a link
+        if current:
+            runs.append((start, "".join(current)))
+        current = []
+        breaks += child.content.count("\n")
     if current:
-        runs.append("".join(current))
+        runs.append((start, "".join(current)))
     return runs
 
 
@@ -253,7 +277,8 @@ def _parse_links(text: str, line: int) -> list[Link]:
         target, _, heading = target.partition("#")
         target = target.strip()
         target = target[:-3] if target.endswith(".md") else target
-        links.append(Link(target, line, heading.strip() or None, alias.strip() or None))
+        at = line + text.count("\n", 0, match.start())
+        links.append(Link(target, at, heading.strip() or None, alias.strip() or None))
     return links
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
@@ -9,22 +10,30 @@ from rich.table import Table
 
 _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def render(outcome: dict[str, Any]) -> None:
     if not outcome.get("ok") and "issues" not in outcome:
         error = outcome["error"]
-        _err.print(f"[bold red]error[/] {_escape('[' + error['code'] + ']')} "
-                   f"{_escape(error['message'])}")
+        # "[code]" must be escaped too, or rich takes it for a markup tag and drops it.
+        code = _escape(f"[{error['code']}]")
+        _err.print(f"[bold red]error[/] {code} {_escape(error['message'])}")
         return
     handler = _RENDERERS.get(outcome["operation"], _generic)
     handler(outcome)
 
 
 def _escape(text: str) -> str:
+    """Make untrusted text inert: rich markup escaped, control characters visible.
+
+    Paths and messages can carry memory text (file names, link targets); an
+    escape sequence in them must be shown, never sent to the terminal.
+    """
     from rich.markup import escape
 
-    return escape(str(text))
+    visible = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", str(text))
+    return escape(visible)
 
 
 def _issues(outcome: dict[str, Any]) -> None:

@@ -118,7 +118,9 @@ def _check_mode(path: Path, st: os.stat_result, rel: str, issues: list[Issue]) -
 
 def read_regular(root: Path, rel: str, max_bytes: int) -> bytes:
     """Read one file under the root, refusing symlinks at every step and large files."""
-    fd = open_nofollow(root, rel)
+    # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+    # forever; with it, the open returns and the fstat check below refuses it.
+    fd = open_nofollow(root, rel, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -1,0 +1,6 @@
+"""``python -m memory_forest``: the same entry point as the ``memory-forest`` script."""
+
+from .cli import main
+
+if __name__ == "__main__":
+    main()
