@@ -40,7 +40,10 @@ shan shouldn mustn needn mightn couldn aren ain get got like one us let may migh
 def analyze(text: str) -> list[str]:
     """Cut ``text`` into index/query terms (see the module docstring)."""
     terms: list[str] = []
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+    # Arabic vowel marks are combining characters, which the word pattern does not match:
+    # left in place they would cut "زَعْتَر" into single letters, so they go first.
+    text = _ARABIC_MARKS.sub("", unicodedata.normalize("NFKC", text))
+    for word in _WORD.findall(text.casefold()):
         terms.extend(_word_terms(word))
     return terms
 
