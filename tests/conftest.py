@@ -192,3 +192,21 @@ def raises_code(call, code: str) -> ForestError:
         call()
     assert info.value.code == code, info.value.to_dict()
     return info.value
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    """A fresh, indexed copy of the packaged example forest (safe to modify)."""
+    root = tmp_path / "example"
+    operations.init(root, example=True)
+    operations.index(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def shared_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One indexed example forest per module, for tests that only read it."""
+    root = tmp_path_factory.mktemp("shared") / "example"
+    operations.init(root, example=True)
+    operations.index(root)
+    return root

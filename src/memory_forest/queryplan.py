@@ -7,13 +7,14 @@ text and control characters are each rejected with their own code.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
 import unicodedata
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ForestError
 from .jsonio import StrictJSONError, loads_strict
@@ -36,6 +37,15 @@ class QueryPlan(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, title="Memory Forest QueryPlan")
     schema_version: Literal[1]
     probes: list[Probe] = Field(max_length=HARD_MAX_PROBES)
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _exactly_the_integer(cls, value: object) -> object:
+        # Literal[1] matches by equality, and true == 1.0 == 1 in Python: a plan that
+        # says true or 1.0 did not say schema version 1.
+        if type(value) is not int:
+            raise ValueError("schema_version must be the integer 1")
+        return value
 
 
 def load(source: str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
@@ -109,9 +119,18 @@ def _read_file(source: str) -> bytes:
         raise _reject("query_plan_not_regular_file", "the query plan must be a regular file")
     if st.st_size > MAX_BYTES:
         raise _reject("query_plan_too_large", f"a query plan is at most {MAX_BYTES} bytes")
-    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    # The checks above ran on a name; the file can still refuse to open or to read
+    # (permissions, a symlink swapped in since, I/O errors): each is a clean rejection.
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _reject("query_plan_symlink", "the query plan file is a symlink") from None
+        raise _reject("query_plan_unreadable", "the query plan file cannot be read") from None
     try:
         return os.read(fd, MAX_BYTES + 1)
+    except OSError:
+        raise _reject("query_plan_unreadable", "the query plan file cannot be read") from None
     finally:
         os.close(fd)
 

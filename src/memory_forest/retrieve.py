@@ -98,13 +98,20 @@ def _node(row: tuple) -> dict[str, Any]:
 
 def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], limit: int,
           columns: str = "") -> list[tuple[tuple, float]]:
-    """Best ``limit`` documents for an expression, scored by BM25 (higher is better)."""
+    """Best ``limit`` documents for an expression, scored by BM25 (higher is better).
+
+    Superseded and archived documents come after every active one, whatever their
+    score: that ordering has to happen before ``LIMIT``, or a stronger old record
+    would push the current one out of the answer.
+    """
     match = f"{{{columns}}} : ({expression})" if columns else expression
     marks = ",".join("?" * len(layers))
+    inactive = ",".join("?" * len(INACTIVE))
     sql = (f"SELECT {_SELECT_NODE}, bm25(terms, 2.0, 1.0, 1.0) AS rank "
            "FROM terms JOIN docs d ON d.rowid = terms.rowid "
-           f"WHERE terms MATCH ? AND d.layer_number IN ({marks}) ORDER BY rank, d.path LIMIT ?")
-    rows = con.execute(sql, (match, *layers, limit)).fetchall()
+           f"WHERE terms MATCH ? AND d.layer_number IN ({marks}) "
+           f"ORDER BY d.status IN ({inactive}), rank, d.path LIMIT ?")
+    rows = con.execute(sql, (match, *layers, *INACTIVE, limit)).fetchall()
     return [(row[:-1], round(-row[-1], 6)) for row in rows]
 
 

@@ -40,7 +40,9 @@ _ARABIC_MARKS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640
 _ARABIC_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
 _ARABIC_LETTERS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ى": "ي", "ة": "ه"})
 
-TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
+# Letters and digits are token characters, everything else separates, exactly as
+# Python's ``\w`` (minus "_") sees words; so both sides cut text at the same places.
+TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N*'"
 
 STOPWORDS = frozenset("""
 a about above after again against all am an and any are aren't as at be because been before
@@ -67,16 +69,16 @@ def index_text(text: str) -> str:
 def query_terms(query: str) -> list[str]:
     """The distinct searchable words of literal text, in order, without stopwords.
 
-    Every term is letters, digits and combining marks only, so quoting it is
-    enough to keep any query text from acting as FTS syntax.
+    Every term is letters and digits only, so quoting it is enough to keep
+    any query text from acting as FTS syntax.
     """
-    terms: list[str] = []
-    for word in _WORD.findall(unicodedata.normalize("NFKC", query).casefold()):
+    terms: dict[str, str] = {}  # folded -> as written; SQLite folds and stems the rest
+    for word in _WORD.findall(unicodedata.normalize("NFKC", query)):
         if _SPECIAL_RUN.fullmatch(word):
-            terms.extend(_special_terms(word))
-        elif word not in STOPWORDS:
-            terms.append(word)
-    return list(dict.fromkeys(t for t in terms if t))
+            terms.update((term, term) for term in _special_terms(word) if term)
+        elif word.lower() not in STOPWORDS:
+            terms.setdefault(word.lower(), word)
+    return list(terms.values())
 
 
 def has_unspaced_script(text: str) -> bool:
