@@ -173,19 +173,22 @@ def _hoist_json(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import click
+    try:  # typer >= 0.26 vendors click as typer._click; older typer runs on the click package
+        from typer._click.exceptions import ClickException
+    except ImportError:
+        from click import ClickException
 
     args = _hoist_json(list(sys.argv[1:] if argv is None else argv))
     _state["json"] = bool(args) and args[0] == "--json"
     command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name="memory-forest", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except click.ClickException as exc:
+    except ClickException as exc:
         _usage_failure(exc)
         code = 2
-    except click.exceptions.Abort:
+    except typer.Abort:
         code = 130
     sys.exit(code or 0)
 

@@ -157,7 +157,8 @@ def open_nofollow(root: Path, rel: str, flags: int = os.O_RDONLY) -> int:
             try:
                 next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=dir_fd)
             except FileNotFoundError:
-                raise ForestError("not_found", "no such file in the forest", {"path": rel}) from None
+                raise ForestError("not_found", "no such file in the forest",
+                                  {"path": rel}) from None
             except (NotADirectoryError, OSError) as exc:
                 raise _unsafe(rel, exc) from None
             os.close(dir_fd)
