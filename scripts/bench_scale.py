@@ -63,7 +63,8 @@ class Zipf:
 def plan_trees(docs: int, zipf: Zipf, rng: random.Random) -> dict:
     per_tree = 1 + BRANCHES_PER_TREE * (1 + LEAVES_PER_BRANCH)
     tree_count = max(1, round((docs - 1) / per_tree))
-    leaves_left = max(tree_count * BRANCHES_PER_TREE, docs - 1 - tree_count * (1 + BRANCHES_PER_TREE))
+    owners = 1 + tree_count * (1 + BRANCHES_PER_TREE)
+    leaves_left = max(tree_count * BRANCHES_PER_TREE, docs - owners)
     trees: dict = {}
     for t in range(tree_count):
         branches = {}

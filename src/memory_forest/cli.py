@@ -268,6 +268,64 @@ def _stderr_console() -> Any:
 # --- maintenance (issue 6) ------------------------------------------------------------------
 
 
+schedule_app = typer.Typer(
+    name="schedule",
+    help="Print scheduler entries for unattended maintenance (installs nothing).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(schedule_app, name="schedule")
+
+
+@schedule_app.command("print")
+def schedule_print(
+    scheduler: Annotated[str, typer.Option(help="cron, launchd or systemd.", show_default=False)],
+    root: Annotated[Path, typer.Option(help="Forest root directory.", show_default=False)],
+    bin_path: Annotated[
+        Path | None,
+        typer.Option("--bin", help="memory-forest executable (default: this one).",
+                      show_default=False),
+    ] = None,
+    log: Annotated[
+        Path | None,
+        typer.Option(help="JSONL run log (default: ROOT.maintenance.jsonl next to the forest).",
+                     show_default=False),
+    ] = None,
+) -> None:
+    """Print a ready-to-install cron line, launchd plist or systemd units; installs nothing.
+
+    Example: memory-forest schedule print --scheduler systemd --root ~/memory
+    """
+    from . import schedule
+
+    _emit("schedule_print", lambda: schedule.print_entry(scheduler, root, bin_path, log))
+
+
+@app.command()
+def unlock(
+    root: Root,
+    stale: Annotated[
+        bool, typer.Option("--stale", help="Remove a lock whose owner process is gone.")
+    ] = False,
+) -> None:
+    """Remove a stale forest lock after re-checking that its owner process is gone.
+
+    Example: memory-forest unlock ~/memory --stale
+    """
+    from . import lock, operations
+    from .errors import usage_error
+    from .safety import open_root
+
+    def call() -> dict[str, Any]:
+        if not stale:
+            raise usage_error("unlock_requires_stale",
+                              "unlock only removes a stale lock; pass --stale")
+        return operations.result("unlock", removed=lock.unlock_stale(open_root(root)))
+
+    _emit("unlock", call)
+
+
 
 # --- browsing (issue 7) ---------------------------------------------------------------------
 

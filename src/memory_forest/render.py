@@ -115,6 +115,26 @@ def _trails(outcome: dict[str, Any]) -> None:
         for depth, node in enumerate(trail["nodes"]):
             _out.print(f"    {'  ' * depth}{_escape(node['title'])}  "
                        f"[dim]{_escape(node['path'])}[/]")
+def _schedule_print(outcome: dict[str, Any]) -> None:
+    """The entry text goes to stdout exactly, so it can be piped; the hints go to stderr."""
+    import sys
+
+    entries = outcome["entries"]
+    for number, entry in enumerate(entries):
+        if len(entries) > 1:  # several files in one stream: say where each one goes
+            sys.stdout.write(("\n" if number else "") + f"# file: {entry['install_as']}\n")
+        sys.stdout.write(entry["text"])
+    sys.stdout.flush()
+    _err.print(f"[bold]to install ({outcome['scheduler']}):[/]")
+    for step in outcome["install"]:
+        _err.print(f"  {_escape(step)}")
+
+
+def _unlock(outcome: dict[str, Any]) -> None:
+    owner = outcome["removed"]
+    details = ", ".join(f"{key} {owner[key]}" for key in ("pid", "host", "started_at", "command")
+                        if key in owner)
+    _out.print(f"[green]removed[/] stale lock ({_escape(details) or 'owner unknown'})")
 
 
 def _generic(outcome: dict[str, Any]) -> None:
@@ -132,4 +152,6 @@ _RENDERERS = {
     "route": _results,
     "search": _results,
     "retrieve": _trails,
+    "schedule_print": _schedule_print,
+    "unlock": _unlock,
 }

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Refuse to publish what must stay private: run before every public release.
+
+    python scripts/audit_public_release.py --root .
+
+Scans the repository's git-tracked files (``git ls-files``; every file under
+the root when it is not a git work tree) for:
+
+- ``private_key``: PEM private key blocks;
+- ``credential``: credential-shaped strings (OpenAI/Anthropic-style ``sk-``
+  keys, GitHub tokens, Slack tokens, AWS access key ids, JWTs);
+- ``secret_assignment``: ``password=``/``token=``/``secret=`` style
+  assignments whose value looks real (not a placeholder);
+- ``home_path``: absolute home paths (Linux and macOS home directories,
+  root's home, Windows user profiles), except obviously generic user names;
+- ``forest_state``: a real forest's derived state (``.memory-forest/``,
+  ``*.sqlite3``, ``receipts/``, the maintenance lock and run log);
+- ``forest_private_layer``: Daily or ISTM files (``05 daily/``,
+  ``06 istm/``) outside the synthetic example forests.
+
+Prints one JSON object (``ok``, ``findings`` as rule/path/line, ``files``,
+``mode``) and exits 1 when anything is found, 0 when clean, 2 on a usage
+error. Findings never quote the matched text, so the report itself is safe to
+publish in CI logs.
+
+A line in a file under ``tests/`` that carries the comment
+``release-audit: allow`` is skipped: that is how a deliberately fake fixture
+says so. Nothing else can be allowed from inside a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ALLOW_MARKER = "release-audit: allow"
+ALLOW_MARKER_DIRS = ("tests/",)
+# The synthetic forests shipped on purpose: Daily and ISTM files are allowed here.
+SYNTHETIC_FOREST_DIRS = ("examples/", "src/memory_forest/example/")
+# Directories never walked when the root is not a git work tree.
+WALK_SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".mypy_cache",
+        ".hypothesis",
+        "node_modules",
+        "build",
+        "dist",
+    }
+)
+MAX_SCAN_BYTES = 8 * 1024 * 1024
+GENERIC_USERS = frozenset(
+    {
+        "user",
+        "username",
+        "you",
+        "yourname",
+        "your-name",
+        "your_name",
+        "me",
+        "someone",
+        "example",
+        "name",
+        "runner",
+    }
+)
+PLACEHOLDER_WORDS = (
+    "example",
+    "placeholder",
+    "changeme",
+    "change-me",
+    "change_me",
+    "dummy",
+    "redacted",
+    "xxxx",
+    "your",
+    "fake",
+    "sample",
+    "secret_here",
+    "token_here",
+)
+
+# The patterns are written so that this file does not match them itself.
+PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+CREDENTIALS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("sk_key", re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}")),
+    ("github_token", re.compile(r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}")),
+    ("github_pat", re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{30,}")),
+    ("slack_token", re.compile(r"(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("aws_access_key_id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    (
+        "jwt",
+        re.compile(
+            r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"
+            r"\.[A-Za-z0-9_-]{8,}"
+        ),
+    ),
+)
+ASSIGNMENT = re.compile(
+    r"""(?ix)
+    (?<![A-Za-z0-9])
+    [A-Za-z0-9_.-]*?(?:password|passwd|pwd|token|secret|api[_-]?key)  # the key, maybe prefixed
+    ["']?\s*(?:=|:)(?!=)\s*                                          # = or :, never ==
+    (?:["']([^"'\s]{1,512})["']|([^\s"'`,;)\]}>]{1,512}))             # quoted or bare value
+    """
+)
+HOME_PATHS = (
+    re.compile(r"(?<![A-Za-z0-9_.~$-])/(?:home)/([^/\s\"'`<>:;,()\[\]{}]+)/"),
+    re.compile(r"(?<![A-Za-z0-9_.~$-])/(?:Users)/([^/\s\"'`<>:;,()\[\]{}]+)/"),
+    re.compile(r"(?<![A-Za-z0-9_.~$-])/(?:root)/()"),
+    re.compile(r"(?i)(?<![A-Za-z0-9])[A-Z]:\\\\?(?:Users)\\\\?([^\\\s\"'`<>]+)\\"),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=".", help="repository root (default: .)")
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    if not root.is_dir():
+        parser.error("--root is not a directory")
+    paths, mode = tracked_files(root)
+    findings = sorted(
+        (f for rel in paths for f in scan_file(root, rel)),
+        key=lambda f: (f["path"], f["line"] or 0, f["rule"]),
+    )
+    report = {"ok": not findings, "findings": findings, "files": len(paths), "mode": mode}
+    sys.stdout.write(json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+    return 1 if findings else 0
+
+
+# --- which files -----------------------------------------------------------------------------
+
+
+def tracked_files(root: Path) -> tuple[list[str], str]:
+    """The git-tracked files under ``root``, or every file when it is not a git work tree."""
+    try:  # paths come out relative to --root, unquoted thanks to -z
+        done = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached"],
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError):
+        done = None
+    if done is not None and done.returncode == 0:
+        names = {os.fsdecode(name) for name in done.stdout.split(b"\0") if name}
+        return sorted(names), "git"
+    return sorted(walk_files(root)), "walk"
+
+
+def walk_files(root: Path) -> Iterator[str]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in WALK_SKIP_DIRS and not d.endswith(".egg-info")
+        )
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in filenames:
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            yield rel.replace(os.sep, "/")
+        # os.walk does not descend into symlinked directories; list them as files.
+        for name in list(dirnames):
+            if os.path.islink(os.path.join(dirpath, name)):
+                yield (name if rel_dir == "." else f"{rel_dir}/{name}").replace(os.sep, "/")
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+
+def scan_file(root: Path, rel: str) -> list[dict[str, object]]:
+    found = [finding(rule, rel, None) for rule in path_rules(rel)]
+    full = root / rel
+    try:
+        st = os.lstat(full)
+    except OSError:
+        return found  # tracked but deleted from the work tree: nothing to read
+    if stat.S_ISLNK(st.st_mode):
+        text = os.readlink(full)  # where a symlink points can leak a home path too
+    elif stat.S_ISREG(st.st_mode):
+        with open(full, "rb") as handle:
+            data = handle.read(MAX_SCAN_BYTES)
+        if b"\0" in data[:8192]:
+            return found  # binary
+        text = data.decode("utf-8", errors="replace")
+    else:
+        return found
+    allow_marker = rel.startswith(ALLOW_MARKER_DIRS)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if allow_marker and ALLOW_MARKER in line:
+            continue
+        found.extend(finding(rule, rel, number) for rule in line_rules(line))
+    return found
+
+
+def finding(rule: str, path: str, line: int | None) -> dict[str, object]:
+    return {"rule": rule, "path": path, "line": line}
+
+
+def path_rules(rel: str) -> list[str]:
+    parts = rel.split("/")
+    dirs, name = parts[:-1], parts[-1]
+    rules = []
+    if (
+        ".memory-forest" in dirs
+        or "receipts" in dirs
+        or re.search(r"\.sqlite3(?:-wal|-shm|-journal)?$", name)
+        or any(d.endswith(".maintenance.lock") for d in dirs)
+        or re.search(r"\.maintenance\.jsonl(?:\.\d+)?$", name)
+    ):
+        rules.append("forest_state")
+    if ("05 daily" in dirs or "06 istm" in dirs) and not rel.startswith(SYNTHETIC_FOREST_DIRS):
+        rules.append("forest_private_layer")
+    return rules
+
+
+def line_rules(line: str) -> list[str]:
+    rules = []
+    if PRIVATE_KEY.search(line):
+        rules.append("private_key")
+    if any(_real_token(m.group(0)) for _, pattern in CREDENTIALS for m in pattern.finditer(line)):
+        rules.append("credential")
+    if any(_real_value(m.group(1) or m.group(2)) for m in ASSIGNMENT.finditer(line)):
+        rules.append("secret_assignment")
+    for pattern in HOME_PATHS:
+        if any(m.group(1).lower() not in GENERIC_USERS for m in pattern.finditer(line)):
+            rules.append("home_path")
+            break
+    return rules
+
+
+def _real_token(token: str) -> bool:
+    """A token made of one repeated character or with no digit is a placeholder."""
+    body = token.split("-", 1)[-1] if token.startswith(("sk-", "xox")) else token
+    return any(c.isdigit() for c in body) and len(set(body)) > 4
+
+
+def _real_value(value: str) -> bool:
+    """Does an assigned value look like a real secret rather than code or a placeholder?"""
+    if len(value) < 8 or len(set(value)) < 5:
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    if any(c in value for c in "<>{}$%*()[]\\") or "..." in value:
+        return False
+    lowered = value.lower()
+    return not any(word in lowered for word in PLACEHOLDER_WORDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

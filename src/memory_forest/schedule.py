@@ -1,0 +1,238 @@
+"""Scheduler entries for unattended maintenance: cron, launchd and systemd.
+
+``print_entry`` fills the packaged templates in ``automation_templates/``
+(the same files as ``examples/automation/``) with absolute paths and returns
+them; it installs nothing and writes nothing. Every entry runs
+``memory-forest maintain ROOT --json --log LOG``, the one command a scheduler
+needs.
+
+Each format quotes differently, so each placeholder value is escaped for the
+format it lands in, and a value no format can carry safely (control
+characters, text that is not UTF-8) is refused instead of guessed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ForestError, usage_error
+
+PROGRAM = "memory-forest"
+TEMPLATE_PACKAGE_DIR = "automation_templates"
+PLACEHOLDERS = ("MEMORY_FOREST_BIN", "FOREST_ROOT", "RUN_LOG")
+_PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+LOG_SUFFIX = ".maintenance.jsonl"
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str  # file name in automation_templates/ and examples/automation/
+    install_as: str  # where the operator saves it ("~" is the home directory)
+
+
+_AGENT = "~/Library/LaunchAgents/org.memory-forest.maintenance.plist"
+SCHEDULERS: dict[str, tuple[Template, ...]] = {
+    "cron": (Template("crontab.example", "crontab -e"),),
+    "launchd": (Template("org.memory-forest.maintenance.plist.example", _AGENT),),
+    "systemd": (
+        Template(
+            "memory-forest-maintenance.service",
+            "~/.config/systemd/user/memory-forest-maintenance.service",
+        ),
+        Template(
+            "memory-forest-maintenance.timer",
+            "~/.config/systemd/user/memory-forest-maintenance.timer",
+        ),
+    ),
+}
+
+INSTALL_STEPS: dict[str, tuple[str, ...]] = {
+    "cron": (
+        "crontab -e, then append the line above (keep one line per forest)",
+        "cron skips runs missed while the machine sleeps; see docs/automation.md",
+    ),
+    "launchd": (
+        "mkdir -p ~/Library/LaunchAgents",
+        f"save the plist as {_AGENT}",
+        f"launchctl bootstrap gui/$(id -u) {_AGENT}",
+    ),
+    "systemd": (
+        "mkdir -p ~/.config/systemd/user",
+        "save both units in ~/.config/systemd/user/",
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now memory-forest-maintenance.timer",
+        "optional, to run while logged out: loginctl enable-linger $USER",
+    ),
+}
+
+
+def template_names() -> list[str]:
+    return [t.name for templates in SCHEDULERS.values() for t in templates]
+
+
+def template_text(name: str) -> str:
+    """The packaged template, placeholders and all."""
+    from importlib.resources import files
+
+    if name not in template_names():
+        raise ForestError("template_unknown", "no such automation template", {"name": name})
+    try:
+        return (files("memory_forest") / TEMPLATE_PACKAGE_DIR / name).read_text(encoding="utf-8")
+    except OSError:
+        raise ForestError(
+            "template_missing",
+            "the packaged automation templates are missing; reinstall memory-forest",
+            {"name": name},
+        ) from None
+
+
+def print_entry(
+    scheduler: str,
+    root: str | os.PathLike[str],
+    bin_path: str | os.PathLike[str] | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Return a ready-to-install entry for ``scheduler`` with absolute paths filled in.
+
+    ``root`` is made absolute and must be a real directory (a symlink root is
+    refused). ``bin_path`` defaults to the running ``memory-forest`` console
+    script, else the one on PATH. ``log_path`` defaults to
+    ``<ROOT>.maintenance.jsonl``, next to the forest like its lock.
+    """
+    from .operations import result
+    from .safety import open_root
+
+    if scheduler not in SCHEDULERS:
+        raise usage_error(
+            "scheduler_unknown",
+            f"unknown scheduler; choose one of {', '.join(SCHEDULERS)}",
+            scheduler=str(scheduler)[:40],
+        )
+    forest = open_root(root)
+    program = _program(bin_path)
+    log = _log(forest, log_path)
+    values = {"MEMORY_FOREST_BIN": str(program), "FOREST_ROOT": str(forest), "RUN_LOG": str(log)}
+    for name, value in values.items():
+        _check_value(name, value)
+    entries = [
+        {
+            "name": template.name,
+            "install_as": template.install_as,
+            "text": render_template(scheduler, template_text(template.name), values),
+        }
+        for template in SCHEDULERS[scheduler]
+    ]
+    return result(
+        "schedule_print",
+        scheduler=scheduler,
+        root=str(forest),
+        bin=str(program),
+        log=str(log),
+        command=[str(program), "maintain", str(forest), "--json", "--log", str(log)],
+        entries=entries,
+        install=list(INSTALL_STEPS[scheduler]),
+    )
+
+
+def render_template(scheduler: str, text: str, values: dict[str, str]) -> str:
+    """Substitute ``@NAME@`` placeholders, escaping each value for the scheduler's format."""
+    escape = _ESCAPES[scheduler]
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise ForestError(
+                "template_placeholder_unknown",
+                "unknown template placeholder",
+                {"placeholder": name},
+            )
+        return escape(values[name])
+
+    return _PLACEHOLDER.sub(substitute, text)
+
+
+# --- the values -----------------------------------------------------------------------------
+
+
+def _program(bin_path: str | os.PathLike[str] | None) -> Path:
+    if bin_path is not None:
+        candidate = Path(os.path.abspath(os.fspath(bin_path)))
+        if not _is_executable(candidate):
+            raise ForestError("binary_not_found", "the --bin path is not an executable file")
+        return candidate
+    running = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if running is not None and running.name == PROGRAM:
+        candidate = Path(os.path.abspath(running))
+        if _is_executable(candidate):
+            return candidate
+    found = shutil.which(PROGRAM)
+    if found:
+        return Path(os.path.abspath(found))
+    raise ForestError(
+        "binary_not_found",
+        f"cannot find the {PROGRAM} executable; pass --bin with its absolute path",
+    )
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _log(root: Path, log_path: str | os.PathLike[str] | None) -> Path:
+    if log_path is None:
+        return root.with_name(root.name + LOG_SUFFIX)
+    log = Path(os.path.abspath(os.fspath(log_path)))
+    from .layers import STATE_DIR
+
+    inside = log == root or root in log.parents
+    if inside and (root / STATE_DIR) not in log.parents:
+        raise usage_error(
+            "log_inside_forest", "the run log must live outside the canonical layers of the forest"
+        )
+    return log
+
+
+def _check_value(name: str, value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ForestError(
+            "schedule_path_unsafe", "a path is not valid UTF-8", {"placeholder": name}
+        ) from None
+    if _UNSAFE.search(value):
+        raise ForestError(
+            "schedule_path_unsafe",
+            "a path holds control characters a scheduler cannot carry",
+            {"placeholder": name},
+        )
+
+
+# --- escaping, one function per format ------------------------------------------------------
+
+
+def _cron(value: str) -> str:
+    # The crontab command field goes to /bin/sh; cron itself turns an unescaped % into a newline.
+    return shlex.quote(value).replace("%", "\\%")
+
+
+def _launchd(value: str) -> str:
+    from xml.sax.saxutils import escape
+
+    return escape(value)
+
+
+def _systemd(value: str) -> str:
+    # The template puts each value inside double quotes: C-style escapes apply there, and
+    # systemd expands %-specifiers and $-variables regardless of quoting.
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+
+
+_ESCAPES = {"cron": _cron, "launchd": _launchd, "systemd": _systemd}

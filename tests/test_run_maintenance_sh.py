@@ -1,0 +1,256 @@
+"""``examples/automation/run-maintenance.sh``, run with ``sh`` against the real CLI.
+
+The wrapper's own checks (root, binary) are tested now. The tests that need
+``memory-forest maintain`` itself are skipped until that command exists; they
+state what the wrapper must pass through once it does.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_forest import lock, operations
+from memory_forest.safety import write_private
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "examples" / "automation" / "run-maintenance.sh"
+MINIMAL_PATH = "/usr/bin:/bin"
+
+
+def binary() -> Path:
+    beside = Path(sys.executable).with_name("memory-forest")
+    if beside.is_file():
+        return beside
+    found = shutil.which("memory-forest")
+    assert found, "memory-forest is not installed in this environment"
+    return Path(os.path.abspath(found))
+
+
+@functools.cache
+def has_maintain() -> bool:
+    done = subprocess.run([str(binary()), "--help"], capture_output=True, text=True, check=False)
+    return re.search(r"^\s+maintain\s", done.stdout, re.MULTILINE) is not None
+
+
+needs_maintain = pytest.mark.skipif(
+    not has_maintain(), reason="maintain command lands with the index"
+)
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "MEMORY_FOREST_BIN"}
+    env.update(extra)
+    return env
+
+
+def wrapper(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["sh", str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        env=env if env is not None else base_env(MEMORY_FOREST_BIN=str(binary())),
+    )
+
+
+def direct(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(binary()), *args], capture_output=True, text=True, check=False)
+
+
+def outcome_of(done: subprocess.CompletedProcess[str]) -> dict:
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, done.stdout + done.stderr
+    return json.loads(lines[0])
+
+
+def canonical_hashes(root: Path) -> dict[str, str]:
+    hashes = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith(".memory-forest/"):
+            hashes[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.fixture
+def forest(tmp_path: Path) -> Path:
+    operations.init(tmp_path / "memory", example=True)
+    return tmp_path / "memory"
+
+
+@pytest.fixture
+def broken_forest(forest: Path) -> Path:
+    """A forest that fails validation: a canonical file readable by others."""
+    os.chmod(forest / "01 xltm" / "XLTM.md", 0o644)
+    assert not operations.validate(forest)["ok"]
+    return forest
+
+
+# --- the wrapper's own checks (no maintain needed) ------------------------------------------
+
+
+def test_script_is_posix_sh_with_set_eu() -> None:
+    text = SCRIPT.read_text(encoding="utf-8")
+    assert text.startswith("#!/bin/sh\n")
+    assert re.search(r"^set -eu$", text, re.MULTILINE)
+    assert SCRIPT.stat().st_mode & stat.S_IXUSR
+
+
+def test_no_argument_is_a_usage_error() -> None:
+    done = wrapper()
+    assert done.returncode == 2 and "usage" in done.stderr
+    assert done.stdout == ""
+
+
+def test_relative_root_is_refused(forest: Path) -> None:
+    done = wrapper("memory", cwd=forest.parent)  # exists, but relative
+    assert done.returncode == 2 and "absolute" in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "//"])
+def test_symlink_root_is_refused(forest: Path, suffix: str) -> None:
+    link = forest.with_name("link")
+    link.symlink_to(forest)
+    done = wrapper(str(link) + suffix)
+    assert done.returncode == 2 and "symlink" in done.stderr
+    assert done.stdout == ""
+
+
+def test_missing_root_is_refused(tmp_path: Path) -> None:
+    done = wrapper(str(tmp_path / "absent"))
+    assert done.returncode == 2 and "not an existing directory" in done.stderr
+
+
+def test_file_root_is_refused(forest: Path) -> None:
+    done = wrapper(str(forest / "01 xltm" / "XLTM.md"))
+    assert done.returncode == 2 and "not an existing directory" in done.stderr
+
+
+@pytest.mark.parametrize("root", ["/", "{parent}/./memory", "{parent}/x/../memory"])
+def test_unnormalized_root_is_refused(forest: Path, root: str) -> None:
+    done = wrapper(root.format(parent=forest.parent))
+    assert done.returncode == 2 and "plain absolute path" in done.stderr
+
+
+def test_relative_memory_forest_bin_is_refused(forest: Path) -> None:
+    done = wrapper(str(forest), env=base_env(MEMORY_FOREST_BIN="memory-forest"))
+    assert done.returncode == 2 and "MEMORY_FOREST_BIN" in done.stderr
+
+
+def test_memory_forest_bin_must_be_executable(forest: Path) -> None:
+    done = wrapper(str(forest), env=base_env(MEMORY_FOREST_BIN=str(forest.parent)))
+    assert done.returncode == 127 and "not an executable file" in done.stderr
+
+
+def test_missing_binary_on_path_exits_127(forest: Path) -> None:
+    if shutil.which("memory-forest", path=MINIMAL_PATH):
+        pytest.skip("memory-forest is installed system-wide")
+    done = wrapper(str(forest), env=base_env(PATH=MINIMAL_PATH))
+    assert done.returncode == 127 and "not found on PATH" in done.stderr
+
+
+def test_binary_is_found_on_the_callers_path(forest: Path) -> None:
+    env = base_env(PATH=f"{binary().parent}:{MINIMAL_PATH}")
+    via_path = wrapper(str(forest), env=env)
+    expected = direct("maintain", str(forest), "--json")
+    assert via_path.returncode == expected.returncode
+    assert outcome_of(via_path)["ok"] == outcome_of(expected)["ok"]
+
+
+@pytest.mark.parametrize("case", ["healthy", "broken"])
+def test_exit_status_and_output_are_maintains(request: pytest.FixtureRequest, case: str) -> None:
+    """Whatever ``maintain ROOT --json`` does, the wrapper does: same status, same object."""
+    root = request.getfixturevalue("forest" if case == "healthy" else "broken_forest")
+    via_wrapper = wrapper(str(root) + "/", "--verify-all")  # a trailing slash is fine
+    expected = direct("maintain", str(root), "--json", "--verify-all")
+    assert via_wrapper.returncode == expected.returncode
+    got, want = outcome_of(via_wrapper), outcome_of(expected)
+    assert (got["ok"], got["operation"], got.get("error", {}).get("code")) == (
+        want["ok"],
+        want["operation"],
+        want.get("error", {}).get("code"),
+    )
+    if case == "broken":
+        assert via_wrapper.returncode != 0
+
+
+# --- with maintain ---------------------------------------------------------------------------
+
+
+@needs_maintain
+def test_maintain_succeeds_on_a_healthy_forest(forest: Path) -> None:
+    before = canonical_hashes(forest)
+    done = wrapper(str(forest))
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome = outcome_of(done)
+    assert outcome["ok"] is True and outcome["operation"] == "maintain"
+    assert canonical_hashes(forest) == before
+    assert not os.path.lexists(lock.lock_path(forest))
+
+
+@needs_maintain
+def test_maintain_stops_on_a_validation_failure(broken_forest: Path) -> None:
+    before = canonical_hashes(broken_forest)
+    done = wrapper(str(broken_forest))
+    assert done.returncode == 1
+    outcome = outcome_of(done)
+    assert outcome["ok"] is False and outcome["issues"]
+    assert canonical_hashes(broken_forest) == before  # never repairs
+    assert stat.S_IMODE(os.stat(broken_forest / "01 xltm" / "XLTM.md").st_mode) == 0o644
+
+
+@needs_maintain
+def test_maintain_exits_at_once_on_a_held_lock(forest: Path) -> None:
+    owner = lock.acquire(forest, "remember")  # this test process: alive
+    try:
+        done = wrapper(str(forest))
+        assert done.returncode == 1
+        assert outcome_of(done)["error"]["code"] == "lock_held"
+        assert lock.read_owner(lock.lock_path(forest))["token"] == owner["token"]
+    finally:
+        lock.release(forest, owner)
+
+
+@needs_maintain
+def test_maintain_reports_a_stale_lock_and_leaves_it(forest: Path) -> None:
+    owner = lock.acquire(forest, "maintain")
+    owner["pid"] = dead_pid()
+    write_private(lock.lock_path(forest) / lock.OWNER, json.dumps(owner).encode())
+    done = wrapper(str(forest))
+    assert done.returncode == 1
+    error = outcome_of(done)["error"]
+    assert error["code"] == "lock_stale" and error["details"]["pid"] == owner["pid"]
+    assert os.path.isdir(lock.lock_path(forest))  # removed only by unlock --stale
+
+
+@needs_maintain
+def test_maintain_writes_a_private_run_log(forest: Path) -> None:
+    log = forest.with_name("memory.maintenance.jsonl")
+    for _ in range(2):
+        assert wrapper(str(forest), "--log", str(log)).returncode == 0
+    assert stat.S_IMODE(os.stat(log).st_mode) == 0o600
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    assert all(json.loads(line) for line in lines)
+    assert str(forest) not in log.read_text(encoding="utf-8")

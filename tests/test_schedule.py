@@ -1,0 +1,324 @@
+"""``schedule print``: cron, launchd and systemd entries with absolute paths, installing nothing."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import plistlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_forest import cli, operations, schedule
+from memory_forest.errors import ForestError
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "automation"
+# A root that needs escaping in every format: space, quotes, %, $, &, <, backslash.
+AWKWARD_NAME = "my forest & <notes> 100% $HOME 'q' \"d\" back\\slash"
+
+
+def binary() -> Path:
+    """The memory-forest console script of the environment running the tests."""
+    beside = Path(sys.executable).with_name("memory-forest")
+    if beside.is_file():
+        return beside
+    found = shutil.which("memory-forest")
+    assert found, "memory-forest is not installed in this environment"
+    return Path(os.path.abspath(found))
+
+
+@pytest.fixture
+def forest(tmp_path: Path) -> Path:
+    operations.init(tmp_path / "memory", example=True)
+    return tmp_path / "memory"
+
+
+@pytest.fixture
+def awkward_forest(tmp_path: Path) -> Path:
+    operations.init(tmp_path / AWKWARD_NAME)
+    return tmp_path / AWKWARD_NAME
+
+
+def entry_text(outcome: dict, name: str) -> str:
+    (entry,) = [e for e in outcome["entries"] if e["name"] == name]
+    return entry["text"]
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(args)
+    out, err = capsys.readouterr()
+    return exited.value.code, out, err
+
+
+# --- cron -----------------------------------------------------------------------------------
+
+
+def cron_lines(text: str) -> list[list[str]]:
+    """Non-comment crontab lines, split as cron then /bin/sh would (cron unescapes \\%)."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return [shlex.split(line.replace("\\%", "%")) for line in lines]
+
+
+def test_cron_line_has_five_time_fields_and_absolute_paths(forest: Path) -> None:
+    outcome = schedule.print_entry("cron", forest, binary())
+    assert outcome["ok"] and outcome["operation"] == "schedule_print"
+    (fields,) = cron_lines(entry_text(outcome, "crontab.example"))
+    minute, hour, day, month, weekday = fields[:5]
+    assert re.fullmatch(r"\d+", minute) and re.fullmatch(r"\d+", hour)
+    assert (day, month, weekday) == ("*", "*", "*")
+    program, command, root, *rest = fields[5:]
+    assert program == str(binary()) and os.path.isabs(program)
+    assert command == "maintain"
+    assert root == str(forest) and os.path.isabs(root)
+    log = rest[rest.index("--log") + 1]
+    assert os.path.isabs(log) and log == str(forest) + ".maintenance.jsonl"
+    assert "--json" in rest
+
+
+def test_cron_quotes_an_awkward_root(awkward_forest: Path) -> None:
+    text = entry_text(schedule.print_entry("cron", awkward_forest, binary()), "crontab.example")
+    (fields,) = cron_lines(text)
+    assert fields[7] == str(awkward_forest)
+    command_line = [line for line in text.splitlines() if not line.startswith("#")][0]
+    assert "%" not in command_line.replace("\\%", "")  # every % escaped for cron
+
+
+# --- launchd --------------------------------------------------------------------------------
+
+
+def test_launchd_plist_parses_with_absolute_program_arguments(forest: Path) -> None:
+    outcome = schedule.print_entry("launchd", forest, binary())
+    plist = plistlib.loads(
+        entry_text(outcome, "org.memory-forest.maintenance.plist.example").encode()
+    )
+    assert plist["Label"] == "org.memory-forest.maintenance"
+    args = plist["ProgramArguments"]
+    assert args == outcome["command"]
+    assert args[:3] == [str(binary()), "maintain", str(forest)]
+    assert all(os.path.isabs(arg) for arg in (args[0], args[2], args[args.index("--log") + 1]))
+    assert "--json" in args
+    assert set(plist["StartCalendarInterval"]) == {"Hour", "Minute"}
+    assert plist["Umask"] == 0o077
+    assert plist["RunAtLoad"] is False
+
+
+def test_launchd_escapes_an_awkward_root(awkward_forest: Path) -> None:
+    outcome = schedule.print_entry("launchd", awkward_forest, binary())
+    plist = plistlib.loads(
+        entry_text(outcome, "org.memory-forest.maintenance.plist.example").encode()
+    )
+    assert plist["ProgramArguments"][2] == str(awkward_forest)
+
+
+# --- systemd --------------------------------------------------------------------------------
+
+
+def parse_unit(text: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str  # unit keys are case-sensitive
+    parser.read_string(text)
+    return parser
+
+
+def systemd_split(command_line: str) -> list[str]:
+    """Split ExecStart like systemd: double quotes with \\ escapes, then %% and $$."""
+    return [word.replace("%%", "%").replace("$$", "$") for word in shlex.split(command_line)]
+
+
+def test_systemd_units_parse_with_expected_keys(forest: Path) -> None:
+    outcome = schedule.print_entry("systemd", forest, binary())
+    assert [e["name"] for e in outcome["entries"]] == [
+        "memory-forest-maintenance.service",
+        "memory-forest-maintenance.timer",
+    ]
+    service = parse_unit(entry_text(outcome, "memory-forest-maintenance.service"))
+    assert service["Service"]["Type"] == "oneshot"
+    assert service["Service"]["UMask"] == "0077"
+    command = systemd_split(service["Service"]["ExecStart"])
+    assert command == outcome["command"]
+    assert command[:3] == [str(binary()), "maintain", str(forest)]
+    assert all(os.path.isabs(arg) for arg in (command[0], command[2]))
+
+    timer = parse_unit(entry_text(outcome, "memory-forest-maintenance.timer"))
+    assert timer["Timer"]["OnCalendar"]
+    assert timer["Timer"]["Persistent"] == "true"
+    assert timer["Install"]["WantedBy"] == "timers.target"
+
+
+def test_systemd_escapes_an_awkward_root(awkward_forest: Path) -> None:
+    outcome = schedule.print_entry("systemd", awkward_forest, binary())
+    service = parse_unit(entry_text(outcome, "memory-forest-maintenance.service"))
+    assert systemd_split(service["Service"]["ExecStart"])[2] == str(awkward_forest)
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+def test_relative_root_is_made_absolute(forest: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(forest.parent)
+    outcome = schedule.print_entry("cron", "memory", binary())
+    assert outcome["root"] == str(forest)
+
+
+def test_symlink_root_is_refused(forest: Path) -> None:
+    link = forest.with_name("link")
+    link.symlink_to(forest)
+    with pytest.raises(ForestError) as refused:
+        schedule.print_entry("launchd", link, binary())
+    assert refused.value.code == "root_symlink"
+
+
+def test_missing_root_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ForestError) as refused:
+        schedule.print_entry("cron", tmp_path / "absent", binary())
+    assert refused.value.code == "root_missing"
+
+
+def test_unknown_scheduler_is_a_usage_error(forest: Path) -> None:
+    with pytest.raises(ForestError) as refused:
+        schedule.print_entry("at", forest, binary())
+    assert refused.value.code == "scheduler_unknown" and refused.value.exit_code == 2
+
+
+def test_bin_must_be_an_executable_file(forest: Path) -> None:
+    with pytest.raises(ForestError) as refused:
+        schedule.print_entry("cron", forest, forest / "01 xltm" / "XLTM.md")
+    assert refused.value.code == "binary_not_found"
+
+
+def test_log_path_is_absolute_and_outside_the_layers(
+    forest: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(forest.parent)
+    assert schedule.print_entry("cron", forest, binary(), "runs.jsonl")["log"] == str(
+        forest.parent / "runs.jsonl"
+    )
+    private = forest / ".memory-forest" / "maintenance.jsonl"
+    assert schedule.print_entry("cron", forest, binary(), private)["log"] == str(private)
+    with pytest.raises(ForestError) as refused:
+        schedule.print_entry("cron", forest, binary(), forest / "02 ltm" / "runs.jsonl")
+    assert refused.value.code == "log_inside_forest"
+
+
+def test_control_characters_are_refused(forest: Path) -> None:
+    with pytest.raises(ForestError) as refused:
+        schedule.print_entry("systemd", forest, binary(), forest.parent / "bad\nname.jsonl")
+    assert refused.value.code == "schedule_path_unsafe"
+
+
+def test_print_entry_installs_and_writes_nothing(forest: Path) -> None:
+    before = sorted(os.listdir(forest.parent))
+    for scheduler in schedule.SCHEDULERS:
+        schedule.print_entry(scheduler, forest, binary())
+    assert sorted(os.listdir(forest.parent)) == before
+
+
+# --- one source of truth for the templates --------------------------------------------------
+
+
+@pytest.mark.parametrize("name", schedule.template_names())
+def test_examples_match_the_packaged_templates(name: str) -> None:
+    example = (EXAMPLES / name).read_text(encoding="utf-8")
+    assert example == schedule.template_text(name), (
+        f"examples/automation/{name} differs from "
+        f"src/memory_forest/automation_templates/{name}; copy the template over"
+    )
+
+
+def test_templates_use_only_known_placeholders_and_all_are_filled(forest: Path) -> None:
+    for name in schedule.template_names():
+        used = set(re.findall(r"@([A-Z_]+)@", schedule.template_text(name)))
+        assert used <= set(schedule.PLACEHOLDERS), name
+    for scheduler in schedule.SCHEDULERS:
+        for entry in schedule.print_entry(scheduler, forest, binary())["entries"]:
+            assert not re.search(r"@[A-Z_]+@", entry["text"]), entry["name"]
+
+
+def test_the_example_plist_parses_before_it_is_filled_in() -> None:
+    plist = plistlib.loads((EXAMPLES / "org.memory-forest.maintenance.plist.example").read_bytes())
+    assert plist["ProgramArguments"][0] == "@MEMORY_FOREST_BIN@"
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+def test_cli_schedule_print_json(forest: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        [
+            "schedule",
+            "print",
+            "--scheduler",
+            "systemd",
+            "--root",
+            str(forest),
+            "--bin",
+            str(binary()),
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    assert out.endswith("\n") and out.count("\n") == 1
+    outcome = json.loads(out)
+    assert outcome["ok"] is True
+    assert outcome["operation"] == "schedule_print"
+    assert outcome["schema_version"] == 1
+    assert outcome["scheduler"] == "systemd" and len(outcome["entries"]) == 2
+
+
+def test_cli_human_output_is_the_entry_alone(
+    forest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(
+        [
+            "schedule",
+            "print",
+            "--scheduler",
+            "launchd",
+            "--root",
+            str(forest),
+            "--bin",
+            str(binary()),
+        ],
+        capsys,
+    )
+    assert code == 0
+    assert out == entry_text(
+        schedule.print_entry("launchd", forest, binary()),
+        "org.memory-forest.maintenance.plist.example",
+    )
+    assert plistlib.loads(out.encode())["ProgramArguments"][2] == str(forest)
+    assert "launchctl bootstrap" in err
+
+
+def test_cli_usage_errors_exit_2(forest: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["schedule", "print", "--root", str(forest), "--json"], capsys)
+    assert code == 2 and json.loads(out)["error"]["code"] == "usage_error"
+    code, out, _ = run_cli(
+        ["schedule", "print", "--scheduler", "anacron", "--root", str(forest), "--json"], capsys
+    )
+    assert code == 2 and json.loads(out)["error"]["code"] == "scheduler_unknown"
+
+
+def test_console_script_defaults_to_its_own_absolute_path(forest: Path) -> None:
+    program = binary()
+    done = subprocess.run(
+        [str(program), "schedule", "print", "--scheduler", "cron", "--root", str(forest), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=forest.parent,
+        env={**os.environ, "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["bin"] == str(program)
+    assert outcome["command"][0] == str(program)

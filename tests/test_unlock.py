@@ -1,0 +1,120 @@
+"""``unlock ROOT --stale``: removes a lock only when its owner is provably gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_forest import cli, lock, operations
+from memory_forest.safety import write_private
+
+
+@pytest.fixture
+def forest(tmp_path: Path) -> Path:
+    operations.init(tmp_path / "memory", example=True)
+    return tmp_path / "memory"
+
+
+def dead_pid() -> int:
+    """The pid of a process of ours that has exited (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def plant_lock(root: Path, **owner_fields: object) -> dict:
+    """A real lock directory, as a writer leaves it, with its owner rewritten."""
+    owner = lock.acquire(root, "maintain")
+    owner.update(owner_fields)
+    write_private(lock.lock_path(root) / lock.OWNER, json.dumps(owner).encode())
+    return owner
+
+
+def run_unlock(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["unlock", *args])
+    out, err = capsys.readouterr()
+    return exited.value.code, out, err
+
+
+def test_stale_lock_of_a_dead_process_is_removed(
+    forest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pid = dead_pid()
+    plant_lock(forest, pid=pid)
+    assert lock.state(forest)["state"] == "stale"
+
+    code, out, _ = run_unlock([str(forest), "--stale", "--json"], capsys)
+
+    assert code == 0
+    outcome = json.loads(out)
+    assert outcome["ok"] is True and outcome["operation"] == "unlock"
+    removed = outcome["removed"]
+    assert removed["pid"] == pid
+    assert removed["host"] == socket.gethostname()
+    assert removed["command"] == "maintain"
+    assert "token" not in removed
+    assert not os.path.lexists(lock.lock_path(forest))
+    assert lock.state(forest) == {"state": "free"}
+
+
+def test_lock_of_a_live_process_is_refused(
+    forest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    owner = lock.acquire(forest, "remember")  # this very test process: alive
+    try:
+        code, out, _ = run_unlock([str(forest), "--stale", "--json"], capsys)
+        assert code == 1
+        outcome = json.loads(out)
+        assert outcome["ok"] is False
+        assert outcome["error"]["code"] == "lock_held"
+        assert outcome["error"]["details"]["pid"] == os.getpid()
+        assert lock.read_owner(lock.lock_path(forest))["token"] == owner["token"]
+    finally:
+        lock.release(forest, owner)
+
+
+def test_lock_from_another_host_is_never_called_stale(
+    forest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plant_lock(forest, pid=dead_pid(), host="another-host.invalid")
+    code, out, _ = run_unlock([str(forest), "--stale", "--json"], capsys)
+    assert code == 1 and json.loads(out)["error"]["code"] == "lock_held"
+    assert os.path.isdir(lock.lock_path(forest))
+
+
+def test_free_forest_reports_not_locked(forest: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_unlock([str(forest), "--stale", "--json"], capsys)
+    assert code == 1 and json.loads(out)["error"]["code"] == "lock_not_held"
+
+
+def test_without_stale_nothing_is_removed(forest: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plant_lock(forest, pid=dead_pid())
+    code, out, _ = run_unlock([str(forest), "--json"], capsys)
+    assert code == 2 and json.loads(out)["error"]["code"] == "unlock_requires_stale"
+    assert os.path.isdir(lock.lock_path(forest))
+
+
+def test_symlink_root_is_refused(forest: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plant_lock(forest, pid=dead_pid())
+    link = forest.with_name("link")
+    link.symlink_to(forest)
+    code, out, _ = run_unlock([str(link), "--stale", "--json"], capsys)
+    assert code == 1 and json.loads(out)["error"]["code"] == "root_symlink"
+    assert os.path.isdir(lock.lock_path(forest))
+
+
+def test_human_output_names_the_removed_owner(
+    forest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pid = dead_pid()
+    plant_lock(forest, pid=pid)
+    code, out, _ = run_unlock([str(forest), "--stale"], capsys)
+    assert code == 0
+    assert "removed stale lock" in out and f"pid {pid}" in out
