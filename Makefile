@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test check lint bench clean
+.PHONY: demo test check lint release-audit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +21,17 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/ruff check src tests scripts
 
-check: lint test
+release-audit: $(STAMP)
+	$(BIN)/python scripts/audit_public_release.py --root .
+
+check: lint release-audit test
+
+# Benchmarks print JSON; docs/benchmarks.md records the figures and how they were made.
+bench: $(STAMP)
+	$(BIN)/python scripts/bench_retrieval.py
+	$(BIN)/python scripts/bench_scale.py --docs 10000
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

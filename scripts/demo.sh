@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `make demo`: the main job on the synthetic example forest, in a fresh temporary directory.
+set -euo pipefail
+MF=${1:-memory-forest}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+forest="$work/forest"
+step() { printf '\n\033[1m$ memory-forest %s\033[0m\n' "$*"; "$MF" "$@"; }
+
+step init "$forest" --example
+step doctor "$forest"
+step validate "$forest"
+step audit "$forest"
+step index "$forest"
+step route "$forest" "fermentation"
+step retrieve "$forest" "kimchi ripening temperature"
+step retrieve "$forest" "김치"
+step retrieve "$forest" "斑点"
+step retrieve "$forest" "الزعتر"
+step retrieve "$forest" "réglage goutte-à-goutte"
+step retrieve "$forest" "rain tank reserve" --json
+printf '\nThe forest lived in %s and has been removed.\n' "$work"
