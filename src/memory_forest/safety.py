@@ -157,19 +157,23 @@ def open_nofollow(root: Path, rel: str, flags: int = os.O_RDONLY) -> int:
             try:
                 next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=dir_fd)
             except FileNotFoundError:
-                raise ForestError("not_found", "no such file in the forest", {"path": rel}) from None
-            except (NotADirectoryError, OSError) as exc:
+                raise _missing(rel) from None
+            except OSError as exc:
                 raise _unsafe(rel, exc) from None
             os.close(dir_fd)
             dir_fd = next_fd
         try:
             return os.open(parts[-1], flags | nofollow, FILE_MODE, dir_fd=dir_fd)
         except FileNotFoundError:
-            raise ForestError("not_found", "no such file in the forest", {"path": rel}) from None
+            raise _missing(rel) from None
         except OSError as exc:
             raise _unsafe(rel, exc) from None
     finally:
         os.close(dir_fd)
+
+
+def _missing(rel: str) -> ForestError:
+    return ForestError("not_found", "no such file in the forest", {"path": rel})
 
 
 def _unsafe(rel: str, exc: OSError) -> ForestError:
