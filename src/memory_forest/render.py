@@ -72,6 +72,18 @@ def _describe(value: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in value.items() if not isinstance(v, dict | list)) or "-"
 
 
+def _browse(outcome: dict[str, Any]) -> None:
+    issues = outcome["issues"]
+    _out.print(f"[green]wrote[/] {outcome['files']} files ({outcome['documents']} documents) "
+               f"to '{_escape(outcome['out'])}'; open {_escape(outcome['out'])}/"
+               f"{_escape(outcome['entry'])} in a browser")
+    if issues["errors"] or issues["warnings"]:
+        _out.print(f"[yellow]note[/] the forest has {issues['errors']} error(s) and "
+                   f"{issues['warnings']} warning(s); see issues.html")
+    for path in outcome.get("changed_during_browse", []):
+        _out.print(f"[yellow]changed while generating[/] {_escape(path)}")
+
+
 def _generic(outcome: dict[str, Any]) -> None:
     from .jsonio import dumps
 
@@ -83,4 +95,5 @@ _RENDERERS = {
     "audit": _issues,
     "init": _init,
     "doctor": _doctor,
+    "browse": _browse,
 }
