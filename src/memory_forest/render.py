@@ -75,8 +75,8 @@ def _describe(value: dict[str, Any]) -> str:
 def _browse(outcome: dict[str, Any]) -> None:
     issues = outcome["issues"]
     _out.print(f"[green]wrote[/] {outcome['files']} files ({outcome['documents']} documents) "
-               f"to '{_escape(outcome['out'])}'; open {_escape(outcome['out'])}/"
-               f"{_escape(outcome['entry'])} in a browser")
+               f"to '{_escape(outcome['out'])}'; open its {_escape(outcome['entry'])} "
+               "in a browser")
     if issues["errors"] or issues["warnings"]:
         _out.print(f"[yellow]note[/] the forest has {issues['errors']} error(s) and "
                    f"{issues['warnings']} warning(s); see issues.html")

@@ -25,6 +25,7 @@ SPACING = 64.0  # minimum distance between neighbours on one ring, in layout uni
 RING_GAP = 220.0  # minimum distance between two rings
 NODE_RADIUS = {0: 12.0, 1: 28.0, 2: 22.0, 3: 16.0, 4: 12.0, 5: 11.0}
 TOP = -math.pi / 2
+RING_FRACTION = {0: 0.14, 2: 0.36, 3: 0.68, 4: 1.0}  # share of the outer radius, at least
 
 
 def graph_data(site: Site, from_file: str) -> dict[str, Any]:
@@ -70,15 +71,26 @@ def _layout(site: Site, docs: list[Any]) -> dict[str, tuple[float, float]]:
         for number, path in enumerate(paths):
             angles[path] = (ring, TOP + step * (number + 0.5))
         rings[ring] = paths
+    required: dict[int, float] = {}
+    previous = 0.0
+    for ring in (0, 2, 3, 4):  # inside out: archive, LTM, MTM, STM
+        paths = rings.get(ring, [])
+        if paths:
+            gap = _min_gap(sorted(angles[path][1] for path in paths))
+            required[ring] = max(previous + RING_GAP, SPACING / gap)
+            previous = required[ring]
+    # Spread the rings evenly out to the widest one, so the tree reads as a tree even when
+    # thousands of leaves push the outer ring far out.
+    outer = max(required.values(), default=RING_GAP)
     radius: dict[int, float] = {1: 0.0}
     previous = 0.0
-    for ring in (0, 2, 3, 4, 5):  # inside out: archive, LTM, MTM, STM, Daily
-        paths = rings.get(ring, [])
-        if not paths:
-            continue
-        gap = _min_gap(sorted(angles[path][1] for path in paths))
-        radius[ring] = max(previous + RING_GAP, SPACING / gap if gap > 0 else 0.0)
-        previous = radius[ring]
+    for ring in (0, 2, 3, 4):
+        if ring in required:
+            radius[ring] = max(required[ring], RING_FRACTION[ring] * outer, previous + RING_GAP)
+            previous = radius[ring]
+    if rings.get(5):
+        gap = _min_gap(sorted(angles[path][1] for path in rings[5]))
+        radius[5] = max(previous + RING_GAP, 1.08 * previous, SPACING / gap)
     positions = {}
     for path, (ring, angle) in angles.items():
         r = radius.get(ring, 0.0)

@@ -84,32 +84,34 @@
     var status = document.getElementById("graph-status");
 
     var edges = svgEl("g", { "class": "edges" });
-    edges.appendChild(svgEl("path", { "class": "edge own", d: edgePath(nodes, data.own),
-                                      "stroke-width": 2 }));
-    edges.appendChild(svgEl("path", { "class": "edge link", d: edgePath(nodes, data.link),
-                                      "stroke-width": 1.5 }));
+    edges.appendChild(svgEl("path", { "class": "edge own", d: edgePath(nodes, data.own) }));
+    edges.appendChild(svgEl("path", { "class": "edge link", d: edgePath(nodes, data.link) }));
     svg.appendChild(edges);
 
     var layerCounts = {};
     nodes.forEach(function (n) { layerCounts[n[2]] = (layerCounts[n[2]] || 0) + 1; });
-    function labelled(layer) {
-      if (nodes.length <= 150) return true;
-      if (layer <= 2) return true;
-      return layer === 3 && (layerCounts[3] || 0) <= 300;
+    function labelled(layer) {  // hover shows every title; permanent labels only where they fit
+      if (nodes.length <= 150 || layer === 1) return true;
+      return (layer === 2 || layer === 3) && (layerCounts[layer] || 0) <= 60;
     }
     var fontSize = { 0: 14, 1: 30, 2: 25, 3: 19, 4: 15, 5: 14 };
+    // Smallest size on screen, in pixels, whatever the zoom: a large forest stays visible.
+    var minRadiusPx = { 0: 2.5, 1: 7, 2: 5, 3: 3.5, 4: 2, 5: 2 };
+    var minFontPx = { 0: 10, 1: 14, 2: 12, 3: 11, 4: 10, 5: 10 };
 
     var group = svgEl("g", { "class": "nodes" });
     var labels = svgEl("g", { "class": "labels" });
     var anchors = [];
+    var circles = [];
+    var texts = [];
     var bounds = { minX: Infinity, minY: Infinity, maxX: -Infinity, maxY: -Infinity };
     nodes.forEach(function (n) {
       var x = n[0], y = n[1], layer = n[2], title = String(n[3]), path = String(n[4]);
       var r = Number(radius[layer]) || 12;
       var link = svgEl("a", { "class": "g" + layer });
       if (isRelative(n[5])) link.setAttribute("href", n[5]);
-      var circle = svgEl("circle", { "class": "node l" + layer, cx: x, cy: y, r: r,
-                                     "stroke-width": Math.max(0.5, r / 6) });
+      var circle = svgEl("circle", { "class": "node l" + layer, cx: x, cy: y, r: r });
+      circles.push([circle, r, layer]);
       var tip = svgEl("title", {});
       tip.textContent = title + " \u2014 " + path;
       circle.appendChild(tip);
@@ -118,10 +120,10 @@
       anchors.push({ el: link, key: (title + "\n" + path).toLowerCase() });
       if (labelled(layer)) {
         var text = svgEl("text", { "class": "label g" + layer, x: x + r * 1.3, y: y,
-                                   "font-size": fontSize[layer] || 30, "dominant-baseline": "middle",
-                                   "stroke-width": 4 });
+                                   "font-size": fontSize[layer] || 30, "dominant-baseline": "middle" });
         text.textContent = title.length > 48 ? title.slice(0, 47) + "\u2026" : title;
         labels.appendChild(text);
+        texts.push([text, x, r, layer]);
       }
       bounds.minX = Math.min(bounds.minX, x - r); bounds.maxX = Math.max(bounds.maxX, x + r);
       bounds.minY = Math.min(bounds.minY, y - r); bounds.maxY = Math.max(bounds.maxY, y + r);
@@ -133,8 +135,29 @@
     var pad = Math.max(60, 0.04 * Math.max(bounds.maxX - bounds.minX, bounds.maxY - bounds.minY));
     var view = { x: bounds.minX - pad, y: bounds.minY - pad,
                  w: bounds.maxX - bounds.minX + 2 * pad + 260, h: bounds.maxY - bounds.minY + 2 * pad };
-    function show() { svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].join(" ")); }
+    var scaled = 0, pending = false;
+    function rescale() {  // keep nodes and labels readable at every zoom level
+      pending = false;
+      var rect = svg.getBoundingClientRect();
+      if (!rect.width || !rect.height) return;
+      var unitsPerPx = Math.max(view.w / rect.width, view.h / rect.height);
+      if (scaled && Math.abs(unitsPerPx - scaled) / scaled < 0.05) return;
+      scaled = unitsPerPx;
+      circles.forEach(function (c) {
+        c[0].setAttribute("r", Math.max(c[1], minRadiusPx[c[2]] * unitsPerPx));
+      });
+      texts.forEach(function (t) {
+        var r = Math.max(t[2], minRadiusPx[t[3]] * unitsPerPx);
+        t[0].setAttribute("x", t[1] + r * 1.3);
+        t[0].setAttribute("font-size", Math.max(fontSize[t[3]] || 30, minFontPx[t[3]] * unitsPerPx));
+      });
+    }
+    function show() {
+      svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].join(" "));
+      if (!pending) { pending = true; window.requestAnimationFrame(rescale); }
+    }
     show();
+    rescale();
     if (status) status.textContent = nodes.length + " nodes, " + data.own.length +
       " ownership edges, " + data.link.length + " other links";
 
