@@ -418,23 +418,25 @@ def test_failed_generation_leaves_no_partial_site(forest: Path, tmp_path: Path,
 
 
 def test_cli_browse_json_and_human(forest: Path, tmp_path: Path,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from memory_forest.cli import main
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
 
-    with pytest.raises(SystemExit) as code:
-        main(["browse", str(forest), "--out", str(tmp_path / "site"), "--json"])
-    assert code.value.code == 0
-    outcome = json.loads(capsys.readouterr().out)
+    from memory_forest import cli
+
+    runner = CliRunner()
+    monkeypatch.setitem(cli._state, "json", False)
+    done = runner.invoke(cli.app, ["--json", "browse", str(forest), "--out",
+                                   str(tmp_path / "site")])
+    assert done.exit_code == 0, done.output
+    outcome = json.loads(done.stdout)
     assert outcome["ok"] and outcome["operation"] == "browse" and outcome["documents"] == 11
-    with pytest.raises(SystemExit) as code:
-        main(["browse", str(forest), "--out", str(tmp_path / "site2")])
-    assert code.value.code == 0
-    assert "to 'site2'; open its index.html" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as code:
-        main(["--json", "browse", str(forest), "--out", str(forest / "x")])
-    assert code.value.code == 1
-    failure = json.loads(capsys.readouterr().out)
-    assert failure["error"]["code"] == "browse_out_inside_forest"
+    failed = runner.invoke(cli.app, ["--json", "browse", str(forest), "--out", str(forest / "x")])
+    assert failed.exit_code == 1
+    assert json.loads(failed.stdout)["error"]["code"] == "browse_out_inside_forest"
+    monkeypatch.setitem(cli._state, "json", False)
+    human = runner.invoke(cli.app, ["browse", str(forest), "--out", str(tmp_path / "site2")])
+    assert human.exit_code == 0, human.output
+    assert "to 'site2'; open its index.html" in human.stdout
 
 
 # --- size ------------------------------------------------------------------------------------
