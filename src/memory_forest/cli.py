@@ -330,6 +330,23 @@ def unlock(
 # --- browsing (issue 7) ---------------------------------------------------------------------
 
 
+@app.command()
+def browse(
+    root: Root,
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="New or empty directory for the site, outside the forest."),
+    ],
+) -> None:
+    """Write a private static site (0700/0600, works from file://) to read the forest.
+
+    Example: memory-forest browse ~/memory --out ~/memory-site
+    """
+    from .browse import browse as run_browse
+
+    _emit("browse", lambda: run_browse(root, out))
+
+
 
 # --- entry point ----------------------------------------------------------------------------
 

@@ -135,6 +135,16 @@ def _unlock(outcome: dict[str, Any]) -> None:
     details = ", ".join(f"{key} {owner[key]}" for key in ("pid", "host", "started_at", "command")
                         if key in owner)
     _out.print(f"[green]removed[/] stale lock ({_escape(details) or 'owner unknown'})")
+def _browse(outcome: dict[str, Any]) -> None:
+    issues = outcome["issues"]
+    _out.print(f"[green]wrote[/] {outcome['files']} files ({outcome['documents']} documents) "
+               f"to '{_escape(outcome['out'])}'; open its {_escape(outcome['entry'])} "
+               "in a browser")
+    if issues["errors"] or issues["warnings"]:
+        _out.print(f"[yellow]note[/] the forest has {issues['errors']} error(s) and "
+                   f"{issues['warnings']} warning(s); see issues.html")
+    for path in outcome.get("changed_during_browse", []):
+        _out.print(f"[yellow]changed while generating[/] {_escape(path)}")
 
 
 def _generic(outcome: dict[str, Any]) -> None:
@@ -154,4 +164,5 @@ _RENDERERS = {
     "retrieve": _trails,
     "schedule_print": _schedule_print,
     "unlock": _unlock,
+    "browse": _browse,
 }

@@ -1,0 +1,195 @@
+"""``browse``: write a private, self-contained static site of a forest for people to read.
+
+The site is derived state: it lives outside the forest, can be deleted at any
+time and regenerated, and generating it never changes a canonical byte. Its
+directory and files are private (0700/0600), written with the same helpers
+as the forest itself. Nothing in it loads from the network; it works from
+``file://``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections import deque
+from concurrent.futures import Future
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from ..errors import ForestError
+from ..operations import result
+
+ASSETS = ("browse.css", "browse.js")
+
+
+def browse(root_arg: str | os.PathLike[str], out_arg: str | os.PathLike[str]) -> dict[str, Any]:
+    """Generate the site for the forest at ``root_arg`` into ``out_arg`` (new or empty)."""
+    from .. import audit as audit_rules
+    from .. import validate as validate_rules
+    from ..inspect import scan
+    from ..safety import open_root
+
+    root = open_root(root_arg)
+    out, existed = _check_out(root, out_arg)
+    snap = scan(root)
+    issues = sorted(set(validate_rules.validate(snap)) | set(audit_rules.audit(snap)))
+    _claim_out(out, existed)
+    try:
+        written, site = _generate(snap, issues, out)
+    except BaseException:
+        _discard(out, existed)
+        raise
+    errors = sum(1 for issue in issues if issue.level == "error")
+    return result(
+        "browse",
+        out=out.name,
+        entry="index.html",
+        documents=sum(1 for doc in site.docs.values() if doc.markdown),
+        files=written,
+        counts=snap.layer_counts(),
+        issues={"errors": errors, "warnings": len(issues) - errors},
+        changed_during_browse=site.changed,
+    )
+
+
+def _generate(snap: Any, issues: list[Any], out: Path) -> tuple[int, Any]:
+    from .site import build
+
+    site = build(snap, issues)
+    writer = _Writer(out)
+    try:
+        _write_site(site, writer)
+    finally:
+        writer.close()
+    return writer.count, site
+
+
+def _write_site(site: Any, writer: _Writer) -> None:
+    from . import pages
+    from .graph import graph_data
+
+    for name in ASSETS:
+        writer.write(f"assets/{name}", (files(__package__) / "assets" / name).read_bytes())
+    writer.write(pages.INDEX, pages.index_page(site))
+    writer.write(pages.GRAPH, pages.graph_page(graph_data(site, pages.GRAPH)))
+    writer.write(pages.ISSUES, pages.issues_page(site))
+    for dirname, docs in site.by_layer().items():
+        writer.write(pages.layer_file(dirname), pages.layer_page(site, dirname, docs))
+    for doc in site.docs.values():
+        writer.write(doc.file, pages.document_page(site, doc))
+        doc.body = None  # rendered: let large forests release the text as they go
+
+
+class _Writer:
+    """Private files under the output directory, written by a small pool of threads.
+
+    Each file goes through ``safety.write_private`` (0600 from its first byte,
+    fsynced, renamed into place); the threads overlap that disk wait with the
+    rendering of the next pages. Folders are created (0700) once, before any
+    file in them is queued. At most ``MAX_PENDING`` files wait in memory.
+    """
+
+    MAX_PENDING = 64
+
+    def __init__(self, out: Path) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.out = out
+        self.dirs: set[str] = {""}
+        self.count = 0
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="browse-write")
+        self.pending: deque[Future[None]] = deque()
+
+    def write(self, rel: str, content: str | bytes) -> None:
+        from ..safety import makedirs_private, write_private
+
+        folder = rel.rpartition("/")[0]
+        if folder not in self.dirs:
+            makedirs_private(self.out, folder)
+            self.dirs.add(folder)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        self.pending.append(self.pool.submit(write_private, self.out / rel, data))
+        self.count += 1
+        while len(self.pending) > self.MAX_PENDING:
+            self.pending.popleft().result()
+
+    def close(self) -> None:
+        """Wait for every queued file; re-raise the first failure."""
+        try:
+            while self.pending:
+                self.pending.popleft().result()
+        finally:
+            for future in self.pending:
+                future.cancel()
+            self.pool.shutdown(wait=True)
+
+
+# --- the output directory --------------------------------------------------------------------
+
+
+def _check_out(root: Path, out_arg: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """Refuse an output directory that is a symlink, inside the forest, or not empty."""
+    out = Path(os.path.abspath(os.fspath(out_arg)))
+    try:
+        st: os.stat_result | None = os.lstat(out)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise ForestError("browse_out_invalid", "the output directory cannot be inspected",
+                          {"error": type(exc).__name__}) from None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise ForestError("browse_out_symlink",
+                          "the output directory is a symlink; pass a real directory")
+    parent = out.parent
+    if not parent.is_dir():
+        raise ForestError("browse_out_parent_missing",
+                          "the parent of the output directory does not exist")
+    real_out = Path(os.path.realpath(parent)) / out.name
+    real_root = Path(os.path.realpath(root))
+    if real_out == real_root or real_root in real_out.parents:
+        raise ForestError("browse_out_inside_forest",
+                          "the output directory must be outside the forest root")
+    if st is None:
+        return out, False
+    if not stat.S_ISDIR(st.st_mode):
+        raise ForestError("browse_out_not_directory", "the output path is not a directory")
+    with os.scandir(out) as entries:
+        if any(True for _ in entries):
+            raise ForestError("browse_out_not_empty",
+                              "the output directory is not empty; browse writes only into a new "
+                              "or empty directory")
+    return out, True
+
+
+def _claim_out(out: Path, existed: bool) -> None:
+    from ..safety import mkdir_private
+
+    if existed:
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
+        return
+    try:
+        mkdir_private(out)
+    except FileExistsError:
+        raise ForestError("browse_out_not_empty",
+                          "the output directory appeared while browse was starting") from None
+
+
+def _discard(out: Path, existed: bool) -> None:
+    """Remove what a failed run wrote; an empty directory the caller gave stays."""
+    if not existed:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    with os.scandir(out) as entries:
+        names = [entry.name for entry in entries]
+    for name in names:
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            target.unlink(missing_ok=True)
