@@ -221,6 +221,12 @@ def scan_markdown(body: str, line_offset: int = 0) -> tuple[str | None, list[Lin
     Wikilinks are found only in prose text: code spans, fenced and indented
     code, raw HTML, escaped brackets and entities are text, not links.
     """
+    if not _NEEDS_PARSER.search(body):
+        return _scan_plain(body, line_offset)
+    return _scan_parsed(body, line_offset)
+
+
+def _scan_parsed(body: str, line_offset: int) -> tuple[str | None, list[Link], list[str]]:
     tokens = _markdown().parse(body)
     heading: str | None = None
     links: list[Link] = []
@@ -234,6 +240,38 @@ def scan_markdown(body: str, line_offset: int = 0) -> tuple[str | None, list[Lin
             first_line = line_offset + (token.map[0] if token.map else 0) + 1
             for breaks_before, run in _text_runs(token.children):
                 links.extend(_parse_links(run, first_line + breaks_before))
+    return heading, links, anchors
+
+
+# Anything that can make Markdown structure other than ATX headings and prose: code
+# (backticks, tildes, indentation), raw HTML, escapes, setext underlines and thematic
+# breaks, block quotes and list items (which may hold headings), link definitions.
+_NEEDS_PARSER = re.compile(
+    r"[`~<\\]|^ {0,3}[ \t]|^ {0,3}(?:[=\-_*+>]|\d+[.)]|\[[^\]]*\]:)", re.MULTILINE
+)
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*(?:(?<=[ \t])#+[ \t]*)?$")
+
+
+def _scan_plain(body: str, line_offset: int) -> tuple[str | None, list[Link], list[str]]:
+    """``scan_markdown`` for bodies with no code, HTML, quotes or lists: one pass over lines.
+
+    Most memory documents are headings and paragraphs; for them the result is
+    the parser's, at a fraction of the cost (a property test holds the two equal).
+    """
+    heading: str | None = None
+    links: list[Link] = []
+    anchors: list[str] = []
+    for number, line in enumerate(body.split("\n"), start=line_offset + 1):
+        match = _ATX.match(line)
+        if match:
+            text = (match.group(2) or "").strip()
+            level = len(match.group(1))
+            if level == 1 and heading is None:
+                heading = text or None
+            elif level == 2:
+                anchors.append(text)
+        if "[[" in line:
+            links.extend(_parse_links(line, number))
     return heading, links, anchors
 
 

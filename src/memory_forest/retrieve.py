@@ -36,6 +36,7 @@ PROBE_WEIGHT = 0.5  # a caller's extra probe is weaker evidence than the user's 
 _NODE_COLUMNS = ("rowid", "path", "layer", "layer_number", "title", "doc_id", "status",
                  "sha256", "size", "mtime_ns", "parent_path")
 _SELECT_NODE = ", ".join(f"d.{column}" for column in _NODE_COLUMNS)
+_PATH, _LAYER, _STATUS = (_NODE_COLUMNS.index(c) for c in ("path", "layer_number", "status"))
 
 
 # --- queries --------------------------------------------------------------------------------
@@ -100,19 +101,29 @@ def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], lim
           columns: str = "") -> list[tuple[tuple, float]]:
     """Best ``limit`` documents for an expression, scored by BM25 (higher is better).
 
-    Superseded and archived documents come after every active one, whatever their
-    score: that ordering has to happen before ``LIMIT``, or a stronger old record
-    would push the current one out of the answer.
+    FTS5 ranks fastest on its own (``ORDER BY rank LIMIT`` without a join), so
+    the best matches are fetched first and filtered by layer afterwards; when
+    the filter leaves too few, the window grows until it holds enough or the
+    matches run out, so the answer is exactly the best of the wanted layers.
+    Superseded and archived documents come after every active one, whatever
+    their score, so a stronger old record never pushes the current one out.
     """
     match = f"{{{columns}}} : ({expression})" if columns else expression
-    marks = ",".join("?" * len(layers))
-    inactive = ",".join("?" * len(INACTIVE))
-    sql = (f"SELECT {_SELECT_NODE}, bm25(terms, 2.0, 1.0, 1.0) AS rank "
-           "FROM terms JOIN docs d ON d.rowid = terms.rowid "
-           f"WHERE terms MATCH ? AND d.layer_number IN ({marks}) "
-           f"ORDER BY d.status IN ({inactive}), rank, d.path LIMIT ?")
-    rows = con.execute(sql, (match, *layers, *INACTIVE, limit)).fetchall()
-    return [(row[:-1], round(-row[-1], 6)) for row in rows]
+    window = max(limit * 4, 100)
+    while True:
+        rows = con.execute(
+            f"SELECT {_SELECT_NODE}, ranked.score FROM (SELECT rowid, "
+            "bm25(terms, 2.0, 1.0, 1.0) AS score FROM terms WHERE terms MATCH ? "
+            "ORDER BY score LIMIT ?) AS ranked JOIN docs d ON d.rowid = ranked.rowid",
+            (match, window),
+        ).fetchall()
+        wanted = [row for row in rows if row[_LAYER] in layers]
+        active = sum(1 for row in wanted if row[_STATUS] not in INACTIVE)
+        if len(rows) < window or active >= limit:
+            break
+        window *= 4
+    wanted.sort(key=lambda row: (row[_STATUS] in INACTIVE, row[-1], row[_PATH]))
+    return [(row[:-1], round(-row[-1], 6)) for row in wanted[:limit]]
 
 
 # --- route and search -----------------------------------------------------------------------
@@ -229,15 +240,32 @@ def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
                   body_included=False, probes=len(queries) - 1)
 
 
+def _informative(con: sqlite3.Connection, terms: list[str]) -> list[str]:
+    """Drop terms found in more than half of all documents, unless nothing else is left.
+
+    FTS5 clamps the BM25 weight of such a term to almost zero, so it changes no
+    ranking, yet scoring it walks most of the index: dropping it is free
+    quality-wise and keeps a question with one very common word fast.
+    """
+    if len(terms) < 2:
+        return terms
+    half = con.execute("SELECT count(*) FROM docs").fetchone()[0] // 2
+    sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
+    kept = [t for t in terms if con.execute(sql, (f'"{t}"', half + 1)).fetchone()[0] <= half]
+    return kept or terms
+
+
 def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:
     """Candidates for one query: BM25 over any term, plus phrase and proximity bonuses."""
-    found = {row[1]: [row, score] for row, score in _hits(con, _any_of(terms), STRUCTURED, depth)}
+    terms = _informative(con, terms)
+    hits = _hits(con, _any_of(terms), STRUCTURED, depth)
+    found = {row[_PATH]: [row, score] for row, score in hits}
     if len(terms) > 1:
         for expression, weight in ((_phrases(terms), PHRASE_WEIGHT),
                                    (_near_pairs(terms), NEAR_WEIGHT)):
             for row, score in _hits(con, expression, STRUCTURED, depth):
-                if row[1] in found:
-                    found[row[1]][1] += weight * score
+                if row[_PATH] in found:
+                    found[row[_PATH]][1] += weight * score
     return found
 
 
@@ -250,7 +278,7 @@ def _trails(con: sqlite3.Connection, queries: list[list[str]],
         if not terms:
             continue  # a probe with no searchable words adds nothing
         for path, (row, score) in _evidence(con, terms, depth).items():
-            statuses[path] = row[_NODE_COLUMNS.index("status")]
+            statuses[path] = row[_STATUS]
             evidence.setdefault(path, {})[number] = score
     chains = {path: _chain(path) for path in evidence}
     # A hit that owns another hit is evidence for that deeper trail, not a trail of its own:
@@ -306,7 +334,7 @@ def _fill_nodes(con: sqlite3.Connection, trails: list[_Trail]) -> None:
     marks = ",".join("?" * len(wanted))
     rows = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path IN ({marks})",
                        wanted).fetchall() if wanted else []
-    nodes = {row[1]: _node(row) for row in rows}
+    nodes = {row[_PATH]: _node(row) for row in rows}
     for trail in trails:
         trail.nodes = [nodes[path] for path in trail.paths if path in nodes]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .errors import ForestError
 from .layers import BY_DIR, BY_NUMBER, LTM_SUFFIX, XLTM_PATH, Layer
@@ -80,6 +81,7 @@ def check_segment(segment: str, what: str = "segment") -> None:
         )
 
 
+@lru_cache(maxsize=65_536)
 def segment_problem(segment: str) -> str | None:
     if not segment:
         return "empty"
@@ -98,8 +100,24 @@ def segment_problem(segment: str) -> str | None:
     return None
 
 
+_parsed: dict[str, Route] = {}
+
+
 def parse_route(path: str) -> Route:
-    """Map a root-relative path to its route, or raise a ``route_*`` ForestError."""
+    """Map a root-relative path to its route, or raise a ``route_*`` ForestError.
+
+    Valid routes are remembered: audit parses every link target, and in a large
+    forest most links point at the same few owners.
+    """
+    route = _parsed.get(path)
+    if route is None:
+        route = _parse_route(path)
+        if len(_parsed) < 500_000:
+            _parsed[path] = route
+    return route
+
+
+def _parse_route(path: str) -> Route:
     if not path or path.startswith("/") or "\\" in path or re.match(r"^[A-Za-z]:", path):
         raise _err("route_escape", "path must be root-relative and '/'-separated", path)
     parts = path.split("/")

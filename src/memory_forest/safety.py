@@ -64,7 +64,7 @@ def walk(root: Path, limits: dict[str, int]) -> Walk:
     count, depth or byte limit fails closed with ``limit_exceeded``.
     """
     result = Walk()
-    _check_mode(root, os.lstat(root), ".", result.issues)
+    _check_mode(os.lstat(root), ".", result.issues)
     stack: list[tuple[str, int]] = [("", 0)]
     while stack:
         rel_dir, depth = stack.pop()
@@ -83,13 +83,13 @@ def walk(root: Path, limits: dict[str, int]) -> Walk:
             if stat.S_ISLNK(st.st_mode):
                 result.issues.append(Issue(rel, "symlink", "symlinks are not allowed in a forest"))
             elif stat.S_ISDIR(st.st_mode):
-                _check_mode(root / rel, st, rel, result.issues)
+                _check_mode(st, rel, result.issues)
                 result.dirs.append(rel)
                 _limit(limits, "max_dirs", len(result.dirs))
                 _limit(limits, "max_depth", depth + 1)
                 stack.append((rel, depth + 1))
             elif stat.S_ISREG(st.st_mode):
-                _check_mode(root / rel, st, rel, result.issues)
+                _check_mode(st, rel, result.issues)
                 result.files.append(Entry(rel, st.st_size, st.st_mtime_ns))
                 result.total_bytes += st.st_size
                 _limit(limits, "max_files", len(result.files))
@@ -108,7 +108,7 @@ def _limit(limits: dict[str, int], name: str, value: int) -> None:
                           {"limit": name, "value": limits[name]})
 
 
-def _check_mode(path: Path, st: os.stat_result, rel: str, issues: list[Issue]) -> None:
+def _check_mode(st: os.stat_result, rel: str, issues: list[Issue]) -> None:
     mode = stat.S_IMODE(st.st_mode)
     want = DIR_MODE if stat.S_ISDIR(st.st_mode) else FILE_MODE
     if mode != want:
