@@ -221,7 +221,7 @@ def scan_markdown(body: str, line_offset: int = 0) -> tuple[str | None, list[Lin
     Wikilinks are found only in prose text: code spans, fenced and indented
     code, raw HTML, escaped brackets and entities are text, not links.
     """
-    if not _NEEDS_PARSER.search(body):
+    if not _needs_parser(body):
         return _scan_plain(body, line_offset)
     return _scan_parsed(body, line_offset)
 
@@ -246,9 +246,15 @@ def _scan_parsed(body: str, line_offset: int) -> tuple[str | None, list[Link], l
 # Anything that can make Markdown structure other than ATX headings and prose: code
 # (backticks, tildes, indentation), raw HTML, escapes, setext underlines and thematic
 # breaks, block quotes and list items (which may hold headings), link definitions.
-_NEEDS_PARSER = re.compile(
-    r"[`~<\\]|^ {0,3}[ \t]|^ {0,3}(?:[=\-_*+>]|\d+[.)]|\[[^\]]*\]:)", re.MULTILINE
-)
+_PARSER_CHARS = frozenset("`~<\\")
+_PARSER_LINE = re.compile(r"\n {0,3}(?:[ \t=\-_*+>]|\d+[.)]|\[[^\]\n]*\]:)")
+
+
+def _needs_parser(body: str) -> bool:
+    # A literal "\n" prefix lets the regex engine skip ahead fast; the body gets one too.
+    return not _PARSER_CHARS.isdisjoint(body) or _PARSER_LINE.search("\n" + body) is not None
+
+
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*(?:(?<=[ \t])#+[ \t]*)?$")
 
 
