@@ -62,7 +62,7 @@ def test_facts_carry_size_and_hash_of_the_exact_bytes() -> None:
 
 def test_facts_round_trip_through_a_dict() -> None:
     facts = facts_of("---\nid: x1\nstatus: archived\n---\n# T\n[[03 mtm/tree/branch#h|a]]\n")
-    again = Facts.from_dict(json.loads(json.dumps(facts.to_dict())))
+    again = Facts.loads(facts.dumps())
     assert again == facts
 
 

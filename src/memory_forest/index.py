@@ -9,7 +9,6 @@ transaction. Neither ever writes a canonical byte.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from .documents import Facts
 
 INDEX_NAME = "index.sqlite3"
-INDEX_SCHEMA_VERSION = 2
+INDEX_SCHEMA_VERSION = 3
 # A file modified within this window of the last build may have changed
 # without its mtime moving (coarse timestamps); such files are re-hashed.
 RACY_WINDOW_NS = 2_000_000_000
@@ -104,7 +103,7 @@ def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int]]:
     from .documents import Facts
 
     rows = con.execute("SELECT path, facts, rowid FROM docs")
-    return {path: (Facts.from_dict(json.loads(facts)), rowid) for path, facts, rowid in rows}
+    return {path: (Facts.loads(facts), rowid) for path, facts, rowid in rows}
 
 
 def built_at_ns(con: sqlite3.Connection) -> int:
@@ -246,7 +245,7 @@ def _apply_incremental(path: Path, snap, previous, now_ns: int, progress) -> dic
                 if old is not None and old[0].sha256 == facts.sha256:
                     # Same bytes, new mtime: refresh metadata, keep the full-text row.
                     con.execute("UPDATE docs SET mtime_ns = ?, facts = ? WHERE rowid = ?",
-                                (facts.mtime_ns, json.dumps(facts.to_dict()), old[1]))
+                                (facts.mtime_ns, facts.dumps(), old[1]))
                     unchanged += 1
                     continue
                 if old is not None:
@@ -271,7 +270,7 @@ def _insert(con: sqlite3.Connection, snap, doc_path: str) -> None:
         " title, status, sha256, size, mtime_ns, facts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (doc_path, route.layer.dirname, route.layer.number, route.tree, route.branch,
          route.leaf, route.parent_path, facts.id, facts.title, facts.status, facts.sha256,
-         facts.size, facts.mtime_ns, json.dumps(facts.to_dict())),
+         facts.size, facts.mtime_ns, facts.dumps()),
     )
     body = snap.texts.get(doc_path, "")
     con.execute(

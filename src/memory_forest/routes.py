@@ -18,6 +18,7 @@ from .layers import BY_DIR, BY_NUMBER, LTM_SUFFIX, XLTM_PATH, Layer
 MAX_SEGMENT = 200
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _LOOSE_LAYER = re.compile(r"^\s*(\d{1,2})[\s_\-.]*([A-Za-z_]*)\s*$")
+_DRIVE = re.compile(r"[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -118,7 +119,7 @@ def parse_route(path: str) -> Route:
 
 
 def _parse_route(path: str) -> Route:
-    if not path or path.startswith("/") or "\\" in path or re.match(r"^[A-Za-z]:", path):
+    if not path or path.startswith("/") or "\\" in path or _DRIVE.match(path):
         raise _err("route_escape", "path must be root-relative and '/'-separated", path)
     parts = path.split("/")
     if any(p in ("", ".", "..") for p in parts):

@@ -20,23 +20,27 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
-_UNSPACED = (
-    "\u0e00-\u0e7f"  # thai
-    "\u1100-\u11ff"  # hangul jamo
-    "\u3040-\u30ff"  # hiragana, katakana
-    "\u3130-\u318f"  # hangul compatibility jamo
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\uac00-\ud7af"  # hangul syllables
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\U00020000-\U0002fa1f"  # CJK extensions B and later
+# (first, last) code points. One definition serves the per-character checks on the
+# query path and the regex on the index path (compiled only when indexing needs it:
+# large character classes cost milliseconds to compile, on every per-turn process).
+_UNSPACED_RANGES = (
+    (0x0E00, 0x0E7F),  # thai
+    (0x1100, 0x11FF),  # hangul jamo
+    (0x3040, 0x30FF),  # hiragana, katakana
+    (0x3130, 0x318F),  # hangul compatibility jamo
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x2FA1F),  # CJK extensions B and later
 )
-_ARABIC = "\u0600-\u06ff\u0750-\u077f"
-_SPECIAL_RUN = re.compile(f"[{_UNSPACED}]+|[{_ARABIC}]+")
-_UNSPACED_CHAR = re.compile(f"[{_UNSPACED}]")
-_WORD = re.compile(f"[{_UNSPACED}]+|[{_ARABIC}]+|[^\\W_{_UNSPACED}{_ARABIC}]+")
-_ARABIC_MARKS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
+_ARABIC_RANGES = ((0x0600, 0x06FF), (0x0750, 0x077F))
+_ARABIC_MARKS = {code: None for first, last in (
+    (0x0610, 0x061A), (0x064B, 0x065F), (0x0670, 0x0670), (0x06D6, 0x06ED), (0x0640, 0x0640),
+) for code in range(first, last + 1)}
+_WORD = re.compile(r"[^\W_]+")
 _ARABIC_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
 _ARABIC_LETTERS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ى": "ي", "ة": "ه"})
 
@@ -63,7 +67,8 @@ def index_text(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     if text.isascii():
         return text
-    return _SPECIAL_RUN.sub(lambda m: f" {' '.join(_special_terms(m.group()))} ", text)
+    return _special_run().sub(lambda m: f" {' '.join(_special_terms(m.group()))} ",
+                              text.translate(_ARABIC_MARKS))
 
 
 def query_terms(query: str) -> list[str]:
@@ -73,20 +78,54 @@ def query_terms(query: str) -> list[str]:
     any query text from acting as FTS syntax.
     """
     terms: dict[str, str] = {}  # folded -> as written; SQLite folds and stems the rest
-    for word in _WORD.findall(unicodedata.normalize("NFKC", query)):
-        if _SPECIAL_RUN.fullmatch(word):
-            terms.update((term, term) for term in _special_terms(word) if term)
-        elif word.lower() not in STOPWORDS:
-            terms.setdefault(word.lower(), word)
+    text = unicodedata.normalize("NFKC", query).translate(_ARABIC_MARKS)
+    for word in _WORD.findall(text):
+        for run, kind in _runs(word):
+            if kind is not None:
+                terms.update((term, term) for term in _special_terms(run))
+            elif run.lower() not in STOPWORDS:
+                terms.setdefault(run.lower(), run)
     return list(terms.values())
 
 
 def has_unspaced_script(text: str) -> bool:
-    return _UNSPACED_CHAR.search(text) is not None
+    return any(_kind(ch) == "unspaced" for ch in text)
+
+
+def _kind(ch: str) -> str | None:
+    code = ord(ch)
+    if code < 0x0600:
+        return None
+    if any(first <= code <= last for first, last in _UNSPACED_RANGES):
+        return "unspaced"
+    if any(first <= code <= last for first, last in _ARABIC_RANGES):
+        return "arabic"
+    return None
+
+
+def _runs(word: str) -> list[tuple[str, str | None]]:
+    """Split a word into runs of one kind: unspaced script, Arabic, or other."""
+    if word.isascii():
+        return [(word, None)]
+    runs: list[tuple[str, str | None]] = []
+    start = 0
+    for index in range(1, len(word) + 1):
+        if index == len(word) or _kind(word[index]) != _kind(word[start]):
+            runs.append((word[start:index], _kind(word[start])))
+            start = index
+    return runs
+
+
+@lru_cache(maxsize=1)
+def _special_run() -> re.Pattern[str]:
+    def char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+        return "".join(f"{chr(first)}-{chr(last)}" for first, last in ranges)
+
+    return re.compile(f"[{char_class(_UNSPACED_RANGES)}]+|[{char_class(_ARABIC_RANGES)}]+")
 
 
 def _special_terms(run: str) -> list[str]:
-    if _UNSPACED_CHAR.match(run):
+    if _kind(run[0]) == "unspaced":
         if len(run) == 1:
             return [run]
         return [run[i : i + 2] for i in range(len(run) - 1)]
@@ -94,7 +133,7 @@ def _special_terms(run: str) -> list[str]:
 
 
 def _arabic(word: str) -> str:
-    word = _ARABIC_MARKS.sub("", word).translate(_ARABIC_LETTERS)
+    word = word.translate(_ARABIC_LETTERS)
     for prefix in _ARABIC_PREFIXES:
         if word.startswith(prefix) and len(word) - len(prefix) >= 2:
             return word[len(prefix):]
