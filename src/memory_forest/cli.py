@@ -268,6 +268,25 @@ def _stderr_console() -> Any:
 # --- maintenance (issue 6) ------------------------------------------------------------------
 
 
+@app.command()
+def maintain(
+    root: Root,
+    verify_all: Annotated[
+        bool, typer.Option("--verify-all", help="Re-hash every file, not a sample.")
+    ] = False,
+    log: Annotated[
+        Path | None, typer.Option(help="Append a one-line JSON run record to this file (0600).")
+    ] = None,
+) -> None:
+    """The scheduled job: lock, validate, audit, index, verify; never repairs anything.
+
+    Example: memory-forest maintain ~/memory --json --log ~/memory.maintenance.jsonl
+    """
+    from . import maintain as maintenance
+
+    _emit("maintain", lambda: maintenance.maintain(root, verify_all=verify_all, log=log))
+
+
 schedule_app = typer.Typer(
     name="schedule",
     help="Print scheduler entries for unattended maintenance (installs nothing).",

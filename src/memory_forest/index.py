@@ -141,6 +141,42 @@ def state(root: Path) -> dict[str, Any]:
 Progress = Callable[[int, int], None]
 
 
+class Previous:
+    """What the current index already knows: parse results by path, and when it was built.
+
+    A plain class, not a dataclass: this module is on the per-turn path, and
+    importing ``dataclasses`` costs more than the lookup itself.
+    """
+
+    def __init__(self, facts: dict[str, tuple[Facts, int]] | None = None,
+                 built_at_ns: int = 0) -> None:
+        self.facts = facts or {}  # path -> (facts, rowid)
+        self.built_at_ns = built_at_ns
+
+    def reuse(self, entry: Entry) -> Facts | None:
+        """Cached facts for a file whose size and mtime are unchanged and trustworthy."""
+        known = self.facts.get(entry.path)
+        if known is None:
+            return None
+        facts = known[0]
+        if facts.size != entry.size or facts.mtime_ns != entry.mtime_ns:
+            return None
+        if entry.mtime_ns >= self.built_at_ns - RACY_WINDOW_NS:
+            return None  # too close to the last build to trust the mtime: re-read and hash
+        return facts
+
+
+def load_previous(root: Path, full: bool = False) -> Previous:
+    """The current index's knowledge, or nothing for a full build or a missing index."""
+    if full or not index_path(root).exists():
+        return Previous()
+    con = connect(root)  # a foreign schema fails here and names the --full rebuild
+    try:
+        return Previous(stored_facts(con), built_at_ns(con))
+    finally:
+        con.close()
+
+
 def build(root: Path, full: bool = False, progress: Progress | None = None) -> dict[str, Any]:
     """Check the forest, then bring the index up to date (caller holds the lock)."""
     from .audit import audit
@@ -149,51 +185,26 @@ def build(root: Path, full: bool = False, progress: Progress | None = None) -> d
     from .validate import validate
 
     started = time.perf_counter()
-    path = index_path(root)
-    previous: dict[str, tuple[Facts, int]] = {}
-    since = 0
-    if not full and path.exists():
-        con = connect(root)  # a foreign schema fails here and names the --full rebuild
-        try:
-            previous = stored_facts(con)
-            since = built_at_ns(con)
-        finally:
-            con.close()
-    reuse = _reuser(previous, since) if previous else None
-    snap = scan(root, reuse=reuse, keep_text=True)
+    previous = load_previous(root, full)
+    snap = scan(root, reuse=previous.reuse if previous.facts else None, keep_text=True)
     issues = sorted(set(validate(snap)) | set(audit(snap)))
     if has_errors(issues):
         raise ForestError("index_blocked", "the forest does not validate and audit; "
                           "fix the issues, then index again",
                           {"summary": summarize(issues),
                            "issues": [i.to_dict() for i in issues[:50]]})
-    now_ns = time.time_ns()
-    if previous:
-        counts = _apply_incremental(path, snap, previous, now_ns, progress)
-        mode = "incremental"
-    else:
-        counts = _rebuild(root, path, snap, now_ns, progress)
-        mode = "full"
-    return {"mode": mode, **counts, "documents": len(snap.facts),
-            "warnings": summarize(issues)["warnings"],
+    counts = apply(root, snap, previous, progress)
+    return {**counts, "documents": len(snap.facts), "warnings": summarize(issues)["warnings"],
             "seconds": round(time.perf_counter() - started, 4)}
 
 
-def _reuser(
-    previous: dict[str, tuple[Facts, int]], since_ns: int
-) -> Callable[[Entry], Facts | None]:
-    def reuse(entry: Entry) -> Facts | None:
-        known = previous.get(entry.path)
-        if known is None:
-            return None
-        facts = known[0]
-        if facts.size != entry.size or facts.mtime_ns != entry.mtime_ns:
-            return None
-        if entry.mtime_ns >= since_ns - RACY_WINDOW_NS:
-            return None  # too close to the last build to trust the mtime: re-read and hash
-        return facts
-
-    return reuse
+def apply(root: Path, snap, previous: Previous, progress: Progress | None = None) -> dict:
+    """Write a checked snapshot into the index: incrementally when there is one, else fully."""
+    now_ns = time.time_ns()
+    if previous.facts:
+        return {"mode": "incremental",
+                **_apply_incremental(index_path(root), snap, previous.facts, now_ns, progress)}
+    return {"mode": "full", **_rebuild(root, index_path(root), snap, now_ns, progress)}
 
 
 def _rebuild(root: Path, path: Path, snap, now_ns: int, progress: Progress | None) -> dict:

@@ -147,6 +147,22 @@ def _browse(outcome: dict[str, Any]) -> None:
         _out.print(f"[yellow]changed while generating[/] {_escape(path)}")
 
 
+def _maintain(outcome: dict[str, Any]) -> None:
+    for name, step in outcome["steps"].items():
+        mark = "[green]ok[/]" if step["ok"] else "[red]failed[/]"
+        counts = ", ".join(f"{k} {v}" for k, v in step.items() if k not in ("ok", "duration_ms"))
+        _out.print(f"{name:<9} {mark} {step['duration_ms']:>6} ms  {_escape(counts)}")
+    for issue in outcome["issues"]:
+        _out.print(f"  {issue['level']} {issue['code']} {_escape(issue['path'])}: "
+                   f"{_escape(issue['message'])}")
+    if outcome["ok"]:
+        _out.print(f"maintain [green]ok[/] in {outcome['duration_ms']} ms")
+    else:
+        error = outcome["error"]
+        _err.print(f"[bold red]error[/] {_escape('[' + error['code'] + ']')} "
+                   f"{_escape(error['message'])}")
+
+
 def _generic(outcome: dict[str, Any]) -> None:
     from .jsonio import dumps
 
@@ -162,6 +178,7 @@ _RENDERERS = {
     "route": _results,
     "search": _results,
     "retrieve": _trails,
+    "maintain": _maintain,
     "schedule_print": _schedule_print,
     "unlock": _unlock,
     "browse": _browse,

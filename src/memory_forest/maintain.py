@@ -1,0 +1,161 @@
+"""``maintain``: the one job a scheduler runs. Check, index, verify, report; never repair.
+
+Steps, each timed and counted in the summary: take the lock, validate, audit,
+bring the index up to date, verify the index against the files, release the
+lock. A validation or audit error stops the run before the index step.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .errors import ForestError
+from .issues import has_errors, summarize
+
+SAMPLE_SIZE = 8
+LOG_MAX_BYTES = 1024 * 1024
+
+
+def maintain(root_arg: str | Path, verify_all: bool = False,
+             log: str | Path | None = None) -> dict[str, Any]:
+    from . import lock
+    from .operations import result
+    from .safety import open_root
+
+    root = open_root(root_arg)
+    started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    started = time.perf_counter()
+    run = _Run()
+    try:
+        owner = run.step("lock", lambda: (lock.acquire(root, "maintain"), {})[0])
+        try:
+            outcome = _checked_run(root, run, verify_all)
+        finally:
+            lock.release(root, owner)
+    except ForestError as exc:
+        outcome = {"error": exc.to_dict(), "issues": run.issues}
+    summary = result("maintain", ok="error" not in outcome, started_at=started_at,
+                     duration_ms=_ms(started), steps=run.steps,
+                     **{"issues": run.issues, "counts": run.counts, **outcome})
+    if log is not None:
+        try:
+            append_log(Path(log), summary)
+        except ForestError as exc:  # the run is reported, but a scheduler must notice
+            summary.update(ok=False, error=exc.to_dict())
+    return summary
+
+
+class _Run:
+    """Collects per-step durations and counts as the run goes."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, dict[str, Any]] = {}
+        self.issues: list[dict[str, str]] = []
+        self.counts: dict[str, int] = {}
+
+    def step(self, name: str, call: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            value = call()
+        except ForestError:
+            self.steps[name] = {"ok": False, "duration_ms": _ms(started)}
+            raise
+        counts = value[1] if isinstance(value, tuple) else {}
+        self.steps[name] = {"ok": True, "duration_ms": _ms(started), **counts}
+        return value
+
+
+def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
+    from . import index
+    from .audit import audit
+    from .inspect import scan
+    from .validate import validate
+
+    previous = index.load_previous(root)
+    snap = scan(root, reuse=previous.reuse if previous.facts else None, keep_text=True)
+    run.counts = snap.layer_counts()
+    for name, rules in (("validate", validate), ("audit", audit)):
+        found = run.step(name, lambda rules=rules: _counted(rules(snap)))[0]
+        run.issues += [issue.to_dict() for issue in found]
+        if has_errors(found):
+            run.steps[name]["ok"] = False
+            summary = summarize(found)
+            return {"error": {"code": f"{name}_failed",
+                              "message": f"{name} found {summary['errors']} error(s)",
+                              "details": summary}}
+    run.step("index", lambda: (None, index.apply(root, snap, previous)))
+    checked = run.step("verify", lambda: _verify(root, snap, verify_all))[1]
+    if checked["mismatched"]:
+        run.steps["verify"]["ok"] = False
+        return {"error": {"code": "index_mismatch",
+                          "message": "the index disagrees with the files; run "
+                          "'memory-forest index ROOT --full'", "details": checked}}
+    return {}
+
+
+def _counted(found: list) -> tuple[list, dict[str, int]]:
+    return found, summarize(found)
+
+
+def _verify(root: Path, snap, verify_all: bool) -> tuple[None, dict[str, Any]]:
+    """Compare the index with the files: every path always, hashes of a sample or of all."""
+    from . import index
+    from .safety import read_regular
+
+    con = index.connect(root)
+    with con:
+        indexed = dict(con.execute("SELECT path, sha256 FROM docs"))
+    con.close()
+    mismatched = sorted(set(indexed) ^ set(snap.facts))
+    paths = sorted(set(indexed) & set(snap.facts))
+    if not verify_all:
+        paths = random.Random(len(paths)).sample(paths, min(SAMPLE_SIZE, len(paths)))
+    limit = snap.config.limits["max_file_bytes"]
+    for path in paths:
+        data = read_regular(root, path, limit)
+        if hashlib.sha256(data).hexdigest() != indexed[path]:
+            mismatched.append(path)
+    return None, {"mode": "all" if verify_all else "sample", "checked": len(paths),
+                  "mismatched": len(mismatched)}
+
+
+def append_log(path: Path, summary: dict[str, Any]) -> None:
+    """Append one line per run: 0600, never through a symlink, rotated past 1 MiB.
+
+    The line keeps times, outcome and counts only: no memory text, no issue
+    list and no absolute path.
+    """
+    from .jsonio import dumps
+
+    line = dumps({
+        "started_at": summary["started_at"], "ok": summary["ok"],
+        "code": summary.get("error", {}).get("code"), "duration_ms": summary["duration_ms"],
+        "counts": summary["counts"],
+        "steps": {name: {k: v for k, v in step.items()} for name, step in summary["steps"].items()},
+    }) + "\n"
+    try:
+        if os.lstat(path).st_size > LOG_MAX_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise ForestError("log_unwritable", "the run log cannot be opened (symlinks are refused)",
+                          {"error": type(exc).__name__}) from None
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def _ms(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)

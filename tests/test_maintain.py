@@ -1,0 +1,76 @@
+"""maintain: the scheduled job checks, indexes and verifies, and never repairs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+
+from memory_forest import maintain as maintenance
+from memory_forest import operations
+from memory_forest.index import index_path
+
+
+def test_summary_has_every_step_with_durations_and_counts(example):
+    outcome = maintenance.maintain(example)
+    assert outcome["ok"] and outcome["operation"] == "maintain"
+    assert list(outcome["steps"]) == ["lock", "validate", "audit", "index", "verify"]
+    assert all(step["ok"] and step["duration_ms"] >= 0 for step in outcome["steps"].values())
+    assert outcome["steps"]["verify"] == {**outcome["steps"]["verify"], "mode": "sample",
+                                          "mismatched": 0}
+    assert outcome["counts"]["04 stm"] == 4
+
+
+def test_it_indexes_a_forest_without_an_index(tmp_path):
+    root = tmp_path / "forest"
+    operations.init(root, example=True)
+    outcome = maintenance.maintain(root, verify_all=True)
+    assert outcome["ok"] and outcome["steps"]["index"]["mode"] == "full"
+    assert outcome["steps"]["verify"]["checked"] == 12
+
+
+def test_verify_all_catches_an_index_that_disagrees_with_the_files(example):
+    with sqlite3.connect(index_path(example)) as con:
+        con.execute("UPDATE docs SET sha256 = ? WHERE path = ?",
+                    ("0" * 64, "04 stm/kitchen/fermentation/kimchi-batch-7.md"))
+    outcome = maintenance.maintain(example, verify_all=True)
+    assert not outcome["ok"] and outcome["error"]["code"] == "index_mismatch"
+    assert outcome["steps"]["verify"]["mismatched"] == 1
+
+
+def test_an_audit_error_stops_before_the_index_step(example):
+    leaf = example / "04 stm/kitchen/fermentation/zaatar-blend.md"
+    leaf.write_text(leaf.read_text(encoding="utf-8").replace("Up: [[03 mtm", "Up: [[02 ltm"),
+                    encoding="utf-8")
+    before = leaf.read_bytes()
+    outcome = maintenance.maintain(example)
+    assert not outcome["ok"] and outcome["error"]["code"] == "audit_failed"
+    assert "index" not in outcome["steps"]
+    assert any(issue["path"] == "04 stm/kitchen/fermentation/zaatar-blend.md"
+               for issue in outcome["issues"])
+    assert leaf.read_bytes() == before
+
+
+def test_run_log_is_private_bounded_and_free_of_paths(example, tmp_path):
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(b"x" * (maintenance.LOG_MAX_BYTES + 1))
+    os.chmod(log, 0o600)
+    maintenance.maintain(example, log=log)
+    rotated = log.with_name("runs.jsonl.1")
+    assert rotated.stat().st_size > maintenance.LOG_MAX_BYTES
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    record = json.loads(log.read_text(encoding="utf-8"))
+    assert record["ok"] is True and record["code"] is None
+    assert str(tmp_path) not in log.read_text(encoding="utf-8")
+
+
+def test_a_symlinked_log_is_refused(example, tmp_path):
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text("", encoding="utf-8")
+    link = tmp_path / "runs.jsonl"
+    link.symlink_to(target)
+    outcome = maintenance.maintain(example, log=link)
+    assert not outcome["ok"] and outcome["error"]["code"] == "log_unwritable"
+    assert outcome["steps"]["verify"]["ok"]  # the run itself happened and is reported
+    assert target.read_text(encoding="utf-8") == ""
