@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ForestError
 from .jsonio import StrictJSONError, loads_strict
@@ -34,10 +33,9 @@ DEFAULT_LIMITS: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):  # read on the per-turn path: no dataclasses import
     forest_id: str | None
-    limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    limits: dict[str, int] = DEFAULT_LIMITS  # never mutated
     present: bool = True
     schema_version: int = CONFIG_SCHEMA_VERSION
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ERROR = "error"
 WARNING = "warning"
 
 
-@dataclass(frozen=True, order=True)
-class Issue:
+class Issue(NamedTuple):  # ordered and hashable as a tuple: (path, code, message, level)
     path: str  # root-relative; "." for the root itself
     code: str
     message: str

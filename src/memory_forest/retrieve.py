@@ -11,7 +11,6 @@ turn, so it imports only sqlite3, hashlib and the text analyzer.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -206,12 +205,14 @@ def _stale(path: str) -> ForestError:
 # --- retrieve -------------------------------------------------------------------------------
 
 
-@dataclass
 class _Trail:
-    paths: list[str]  # root-first ownership chain
-    evidence: dict[int, float] = field(default_factory=dict)  # query number -> score
-    score: float = 0.0
-    nodes: list[dict[str, Any]] = field(default_factory=list)  # filled for returned trails
+    __slots__ = ("paths", "evidence", "score", "nodes")
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths  # root-first ownership chain
+        self.evidence: dict[int, float] = {}  # query number -> score
+        self.score = 0.0
+        self.nodes: list[dict[str, Any]] = []  # filled for returned trails
 
     @property
     def owner(self) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from .errors import ForestError
 from .layers import BY_DIR, BY_NUMBER, LTM_SUFFIX, XLTM_PATH, Layer
@@ -22,8 +22,7 @@ _DRIVE = re.compile(r"[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(NamedTuple):  # a tuple, like Layer: cheap to import and to build
     path: str  # root-relative, "/"-separated, exactly as on disk
     layer: Layer
     tree: str | None = None

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import ForestError
 from .issues import Issue
@@ -41,19 +41,20 @@ def open_root(path: str | os.PathLike[str]) -> Path:
     return root
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     path: str  # root-relative, "/"-separated
     size: int
     mtime_ns: int
 
 
-@dataclass
 class Walk:
-    files: list[Entry] = field(default_factory=list)
-    dirs: list[str] = field(default_factory=list)
-    issues: list[Issue] = field(default_factory=list)
-    total_bytes: int = 0
+    """What a walk found. A plain class: this module is on the per-turn path."""
+
+    def __init__(self) -> None:
+        self.files: list[Entry] = []
+        self.dirs: list[str] = []
+        self.issues: list[Issue] = []
+        self.total_bytes = 0
 
 
 def walk(root: Path, limits: dict[str, int]) -> Walk:
