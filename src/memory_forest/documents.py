@@ -248,13 +248,15 @@ def _scan_parsed(body: str, line_offset: int) -> tuple[str | None, list[Link], l
 # Anything that can make Markdown structure other than ATX headings and prose: code
 # (backticks, tildes, indentation), raw HTML, escapes, setext underlines and thematic
 # breaks, block quotes and list items (which may hold headings), link definitions.
-_PARSER_CHARS = frozenset("`~<\\")
+_PARSER_CHARS = "`~<\\"
 _PARSER_LINE = re.compile(r"\n {0,3}(?:[ \t=\-_*+>]|\d+[.)]|\[[^\]\n]*\]:)")
 
 
 def _needs_parser(body: str) -> bool:
     # A literal "\n" prefix lets the regex engine skip ahead fast; the body gets one too.
-    return not _PARSER_CHARS.isdisjoint(body) or _PARSER_LINE.search("\n" + body) is not None
+    if any(char in body for char in _PARSER_CHARS):  # substring search runs in C
+        return True
+    return _PARSER_LINE.search("\n" + body) is not None
 
 
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*(?:(?<=[ \t])#+[ \t]*)?$")

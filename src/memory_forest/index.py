@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .documents import Facts
 
 INDEX_NAME = "index.sqlite3"
-INDEX_SCHEMA_VERSION = 3
+INDEX_SCHEMA_VERSION = 4
 # A file modified within this window of the last build may have changed
 # without its mtime moving (coarse timestamps); such files are re-hashed.
 RACY_WINDOW_NS = 2_000_000_000
@@ -220,6 +220,8 @@ def _rebuild(root: Path, path: Path, snap, now_ns: int, progress: Progress | Non
             # A private temp file: the rename below is the commit, so no journal is needed.
             con.execute("PRAGMA journal_mode = OFF")
             con.execute("PRAGMA synchronous = OFF")
+            # Up to 256 MiB of page cache, so FTS5's segment merges stay in memory.
+            con.execute("PRAGMA cache_size = -262144")
             con.executescript(_SCHEMA)
             with con:
                 paths = sorted(snap.facts)
@@ -286,8 +288,16 @@ def _insert(con: sqlite3.Connection, snap, doc_path: str) -> None:
     body = snap.texts.get(doc_path, "")
     con.execute(
         "INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)",
-        (cursor.lastrowid, index_text(facts.title), doc_path, index_text(body)),
+        (cursor.lastrowid, index_text(facts.title), index_text(_path_words(route)),
+         index_text(body)),
     )
+
+
+def _path_words(route) -> str:
+    """The names in a path worth matching: tree, branch, leaf (not "04 stm" or ".md",
+    which every document shares and which would only swell the index)."""
+    parts = (route.tree, route.branch, route.leaf, route.name)
+    return " ".join(part for part in parts if part) or route.path.rsplit("/", 1)[-1][:-3]
 
 
 def _delete(con: sqlite3.Connection, rowid: int) -> None:
