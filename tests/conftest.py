@@ -186,6 +186,26 @@ def reference_forest(tmp_path: Path) -> Path:
     return build_reference_forest(tmp_path / "reference")
 
 
+def console_script() -> Path:
+    """The memory-forest console script of the environment running the tests."""
+    beside = Path(sys.executable).with_name("memory-forest")
+    if beside.is_file():
+        return beside
+    found = shutil.which("memory-forest")
+    assert found, "memory-forest is not installed in this environment"
+    return Path(os.path.abspath(found))
+
+
+@pytest.fixture
+def umask_zero():
+    """Run with umask 0, so only explicit modes can make anything private."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
 def raises_code(call, code: str) -> ForestError:
     """Call ``call()`` and assert it raises ForestError with ``code``; return the error."""
     with pytest.raises(ForestError) as info:

@@ -17,15 +17,6 @@ from memory_forest.layers import LAYERS
 EXAMPLE_DIRS = (REPO / "examples" / "synthetic-forest", REPO / "src" / "memory_forest" / "example")
 
 
-@pytest.fixture
-def umask_zero():
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
-
-
 def files_under(base: Path) -> dict[str, bytes]:
     found = {}
     for path in sorted(base.rglob("*")):

@@ -1,13 +1,11 @@
 """``examples/automation/run-maintenance.sh``, run with ``sh`` against the real CLI.
 
-The wrapper's own checks (root, binary) are tested now. The tests that need
-``memory-forest maintain`` itself are skipped until that command exists; they
-state what the wrapper must pass through once it does.
+The wrapper's own checks (root, binary) come first; then what it must pass
+through from ``memory-forest maintain``: status, summary, lock handling, run log.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -19,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import console_script
 
 from memory_forest import lock, operations
 from memory_forest.safety import write_private
@@ -26,26 +25,6 @@ from memory_forest.safety import write_private
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "automation" / "run-maintenance.sh"
 MINIMAL_PATH = "/usr/bin:/bin"
-
-
-def binary() -> Path:
-    beside = Path(sys.executable).with_name("memory-forest")
-    if beside.is_file():
-        return beside
-    found = shutil.which("memory-forest")
-    assert found, "memory-forest is not installed in this environment"
-    return Path(os.path.abspath(found))
-
-
-@functools.cache
-def has_maintain() -> bool:
-    done = subprocess.run([str(binary()), "--help"], capture_output=True, text=True, check=False)
-    return re.search(r"^\s+maintain\s", done.stdout, re.MULTILINE) is not None
-
-
-needs_maintain = pytest.mark.skipif(
-    not has_maintain(), reason="maintain command lands with the index"
-)
 
 
 def base_env(**extra: str) -> dict[str, str]:
@@ -63,12 +42,13 @@ def wrapper(
         text=True,
         check=False,
         cwd=cwd,
-        env=env if env is not None else base_env(MEMORY_FOREST_BIN=str(binary())),
+        env=env if env is not None else base_env(MEMORY_FOREST_BIN=str(console_script())),
     )
 
 
 def direct(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(binary()), *args], capture_output=True, text=True, check=False)
+    return subprocess.run([str(console_script()), *args], capture_output=True, text=True,
+                          check=False)
 
 
 def outcome_of(done: subprocess.CompletedProcess[str]) -> dict:
@@ -171,7 +151,7 @@ def test_missing_binary_on_path_exits_127(forest: Path) -> None:
 
 
 def test_binary_is_found_on_the_callers_path(forest: Path) -> None:
-    env = base_env(PATH=f"{binary().parent}:{MINIMAL_PATH}")
+    env = base_env(PATH=f"{console_script().parent}:{MINIMAL_PATH}")
     via_path = wrapper(str(forest), env=env)
     expected = direct("maintain", str(forest), "--json")
     assert via_path.returncode == expected.returncode
@@ -198,7 +178,6 @@ def test_exit_status_and_output_are_maintains(request: pytest.FixtureRequest, ca
 # --- with maintain ---------------------------------------------------------------------------
 
 
-@needs_maintain
 def test_maintain_succeeds_on_a_healthy_forest(forest: Path) -> None:
     before = canonical_hashes(forest)
     done = wrapper(str(forest))
@@ -209,7 +188,6 @@ def test_maintain_succeeds_on_a_healthy_forest(forest: Path) -> None:
     assert not os.path.lexists(lock.lock_path(forest))
 
 
-@needs_maintain
 def test_maintain_stops_on_a_validation_failure(broken_forest: Path) -> None:
     before = canonical_hashes(broken_forest)
     done = wrapper(str(broken_forest))
@@ -220,7 +198,6 @@ def test_maintain_stops_on_a_validation_failure(broken_forest: Path) -> None:
     assert stat.S_IMODE(os.stat(broken_forest / "01 xltm" / "XLTM.md").st_mode) == 0o644
 
 
-@needs_maintain
 def test_maintain_exits_at_once_on_a_held_lock(forest: Path) -> None:
     owner = lock.acquire(forest, "remember")  # this test process: alive
     try:
@@ -232,7 +209,6 @@ def test_maintain_exits_at_once_on_a_held_lock(forest: Path) -> None:
         lock.release(forest, owner)
 
 
-@needs_maintain
 def test_maintain_reports_a_stale_lock_and_leaves_it(forest: Path) -> None:
     owner = lock.acquire(forest, "maintain")
     owner["pid"] = dead_pid()
@@ -244,7 +220,6 @@ def test_maintain_reports_a_stale_lock_and_leaves_it(forest: Path) -> None:
     assert os.path.isdir(lock.lock_path(forest))  # removed only by unlock --stale
 
 
-@needs_maintain
 def test_maintain_writes_a_private_run_log(forest: Path) -> None:
     log = forest.with_name("memory.maintenance.jsonl")
     for _ in range(2):

@@ -33,16 +33,6 @@ def issue_pairs(result) -> list[tuple[str, str]]:
     return sorted((issue.path, issue.code) for issue in result.issues)
 
 
-@pytest.fixture
-def umask_zero():
-    """Run with umask 0, so only explicit modes can make anything private."""
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
-
-
 # --- the root -------------------------------------------------------------------------------
 
 

@@ -8,12 +8,11 @@ import os
 import plistlib
 import re
 import shlex
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import console_script
 
 from memory_forest import cli, operations, schedule
 from memory_forest.errors import ForestError
@@ -22,16 +21,6 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "automation"
 # A root that needs escaping in every format: space, quotes, %, $, &, <, backslash.
 AWKWARD_NAME = "my forest & <notes> 100% $HOME 'q' \"d\" back\\slash"
-
-
-def binary() -> Path:
-    """The memory-forest console script of the environment running the tests."""
-    beside = Path(sys.executable).with_name("memory-forest")
-    if beside.is_file():
-        return beside
-    found = shutil.which("memory-forest")
-    assert found, "memory-forest is not installed in this environment"
-    return Path(os.path.abspath(found))
 
 
 @pytest.fixture
@@ -68,14 +57,14 @@ def cron_lines(text: str) -> list[list[str]]:
 
 
 def test_cron_line_has_five_time_fields_and_absolute_paths(forest: Path) -> None:
-    outcome = schedule.print_entry("cron", forest, binary())
+    outcome = schedule.print_entry("cron", forest, console_script())
     assert outcome["ok"] and outcome["operation"] == "schedule_print"
     (fields,) = cron_lines(entry_text(outcome, "crontab.example"))
     minute, hour, day, month, weekday = fields[:5]
     assert re.fullmatch(r"\d+", minute) and re.fullmatch(r"\d+", hour)
     assert (day, month, weekday) == ("*", "*", "*")
     program, command, root, *rest = fields[5:]
-    assert program == str(binary()) and os.path.isabs(program)
+    assert program == str(console_script()) and os.path.isabs(program)
     assert command == "maintain"
     assert root == str(forest) and os.path.isabs(root)
     log = rest[rest.index("--log") + 1]
@@ -84,7 +73,8 @@ def test_cron_line_has_five_time_fields_and_absolute_paths(forest: Path) -> None
 
 
 def test_cron_quotes_an_awkward_root(awkward_forest: Path) -> None:
-    text = entry_text(schedule.print_entry("cron", awkward_forest, binary()), "crontab.example")
+    entry = schedule.print_entry("cron", awkward_forest, console_script())
+    text = entry_text(entry, "crontab.example")
     (fields,) = cron_lines(text)
     assert fields[7] == str(awkward_forest)
     command_line = [line for line in text.splitlines() if not line.startswith("#")][0]
@@ -95,14 +85,14 @@ def test_cron_quotes_an_awkward_root(awkward_forest: Path) -> None:
 
 
 def test_launchd_plist_parses_with_absolute_program_arguments(forest: Path) -> None:
-    outcome = schedule.print_entry("launchd", forest, binary())
+    outcome = schedule.print_entry("launchd", forest, console_script())
     plist = plistlib.loads(
         entry_text(outcome, "org.memory-forest.maintenance.plist.example").encode()
     )
     assert plist["Label"] == "org.memory-forest.maintenance"
     args = plist["ProgramArguments"]
     assert args == outcome["command"]
-    assert args[:3] == [str(binary()), "maintain", str(forest)]
+    assert args[:3] == [str(console_script()), "maintain", str(forest)]
     assert all(os.path.isabs(arg) for arg in (args[0], args[2], args[args.index("--log") + 1]))
     assert "--json" in args
     assert set(plist["StartCalendarInterval"]) == {"Hour", "Minute"}
@@ -111,7 +101,7 @@ def test_launchd_plist_parses_with_absolute_program_arguments(forest: Path) -> N
 
 
 def test_launchd_escapes_an_awkward_root(awkward_forest: Path) -> None:
-    outcome = schedule.print_entry("launchd", awkward_forest, binary())
+    outcome = schedule.print_entry("launchd", awkward_forest, console_script())
     plist = plistlib.loads(
         entry_text(outcome, "org.memory-forest.maintenance.plist.example").encode()
     )
@@ -134,7 +124,7 @@ def systemd_split(command_line: str) -> list[str]:
 
 
 def test_systemd_units_parse_with_expected_keys(forest: Path) -> None:
-    outcome = schedule.print_entry("systemd", forest, binary())
+    outcome = schedule.print_entry("systemd", forest, console_script())
     assert [e["name"] for e in outcome["entries"]] == [
         "memory-forest-maintenance.service",
         "memory-forest-maintenance.timer",
@@ -144,7 +134,7 @@ def test_systemd_units_parse_with_expected_keys(forest: Path) -> None:
     assert service["Service"]["UMask"] == "0077"
     command = systemd_split(service["Service"]["ExecStart"])
     assert command == outcome["command"]
-    assert command[:3] == [str(binary()), "maintain", str(forest)]
+    assert command[:3] == [str(console_script()), "maintain", str(forest)]
     assert all(os.path.isabs(arg) for arg in (command[0], command[2]))
 
     timer = parse_unit(entry_text(outcome, "memory-forest-maintenance.timer"))
@@ -154,7 +144,7 @@ def test_systemd_units_parse_with_expected_keys(forest: Path) -> None:
 
 
 def test_systemd_escapes_an_awkward_root(awkward_forest: Path) -> None:
-    outcome = schedule.print_entry("systemd", awkward_forest, binary())
+    outcome = schedule.print_entry("systemd", awkward_forest, console_script())
     service = parse_unit(entry_text(outcome, "memory-forest-maintenance.service"))
     assert systemd_split(service["Service"]["ExecStart"])[2] == str(awkward_forest)
 
@@ -164,7 +154,7 @@ def test_systemd_escapes_an_awkward_root(awkward_forest: Path) -> None:
 
 def test_relative_root_is_made_absolute(forest: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(forest.parent)
-    outcome = schedule.print_entry("cron", "memory", binary())
+    outcome = schedule.print_entry("cron", "memory", console_script())
     assert outcome["root"] == str(forest)
 
 
@@ -172,19 +162,19 @@ def test_symlink_root_is_refused(forest: Path) -> None:
     link = forest.with_name("link")
     link.symlink_to(forest)
     with pytest.raises(ForestError) as refused:
-        schedule.print_entry("launchd", link, binary())
+        schedule.print_entry("launchd", link, console_script())
     assert refused.value.code == "root_symlink"
 
 
 def test_missing_root_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ForestError) as refused:
-        schedule.print_entry("cron", tmp_path / "absent", binary())
+        schedule.print_entry("cron", tmp_path / "absent", console_script())
     assert refused.value.code == "root_missing"
 
 
 def test_unknown_scheduler_is_a_usage_error(forest: Path) -> None:
     with pytest.raises(ForestError) as refused:
-        schedule.print_entry("at", forest, binary())
+        schedule.print_entry("at", forest, console_script())
     assert refused.value.code == "scheduler_unknown" and refused.value.exit_code == 2
 
 
@@ -198,26 +188,26 @@ def test_log_path_is_absolute_and_outside_the_layers(
     forest: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(forest.parent)
-    assert schedule.print_entry("cron", forest, binary(), "runs.jsonl")["log"] == str(
+    assert schedule.print_entry("cron", forest, console_script(), "runs.jsonl")["log"] == str(
         forest.parent / "runs.jsonl"
     )
     private = forest / ".memory-forest" / "maintenance.jsonl"
-    assert schedule.print_entry("cron", forest, binary(), private)["log"] == str(private)
+    assert schedule.print_entry("cron", forest, console_script(), private)["log"] == str(private)
     with pytest.raises(ForestError) as refused:
-        schedule.print_entry("cron", forest, binary(), forest / "02 ltm" / "runs.jsonl")
+        schedule.print_entry("cron", forest, console_script(), forest / "02 ltm" / "runs.jsonl")
     assert refused.value.code == "log_inside_forest"
 
 
 def test_control_characters_are_refused(forest: Path) -> None:
     with pytest.raises(ForestError) as refused:
-        schedule.print_entry("systemd", forest, binary(), forest.parent / "bad\nname.jsonl")
+        schedule.print_entry("systemd", forest, console_script(), forest.parent / "bad\nname.jsonl")
     assert refused.value.code == "schedule_path_unsafe"
 
 
 def test_print_entry_installs_and_writes_nothing(forest: Path) -> None:
     before = sorted(os.listdir(forest.parent))
     for scheduler in schedule.SCHEDULERS:
-        schedule.print_entry(scheduler, forest, binary())
+        schedule.print_entry(scheduler, forest, console_script())
     assert sorted(os.listdir(forest.parent)) == before
 
 
@@ -238,7 +228,7 @@ def test_templates_use_only_known_placeholders_and_all_are_filled(forest: Path) 
         used = set(re.findall(r"@([A-Z_]+)@", schedule.template_text(name)))
         assert used <= set(schedule.PLACEHOLDERS), name
     for scheduler in schedule.SCHEDULERS:
-        for entry in schedule.print_entry(scheduler, forest, binary())["entries"]:
+        for entry in schedule.print_entry(scheduler, forest, console_script())["entries"]:
             assert not re.search(r"@[A-Z_]+@", entry["text"]), entry["name"]
 
 
@@ -260,7 +250,7 @@ def test_cli_schedule_print_json(forest: Path, capsys: pytest.CaptureFixture[str
             "--root",
             str(forest),
             "--bin",
-            str(binary()),
+            str(console_script()),
             "--json",
         ],
         capsys,
@@ -286,13 +276,13 @@ def test_cli_human_output_is_the_entry_alone(
             "--root",
             str(forest),
             "--bin",
-            str(binary()),
+            str(console_script()),
         ],
         capsys,
     )
     assert code == 0
     assert out == entry_text(
-        schedule.print_entry("launchd", forest, binary()),
+        schedule.print_entry("launchd", forest, console_script()),
         "org.memory-forest.maintenance.plist.example",
     )
     assert plistlib.loads(out.encode())["ProgramArguments"][2] == str(forest)
@@ -309,7 +299,7 @@ def test_cli_usage_errors_exit_2(forest: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_console_script_defaults_to_its_own_absolute_path(forest: Path) -> None:
-    program = binary()
+    program = console_script()
     done = subprocess.run(
         [str(program), "schedule", "print", "--scheduler", "cron", "--root", str(forest), "--json"],
         capture_output=True,
