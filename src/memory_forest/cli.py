@@ -332,18 +332,9 @@ def unlock(
 
     Example: memory-forest unlock ~/memory --stale
     """
-    from . import lock, operations
-    from .errors import usage_error
-    from .safety import open_root
+    from . import operations
 
-    def call() -> dict[str, Any]:
-        if not stale:
-            raise usage_error("unlock_requires_stale",
-                              "unlock only removes a stale lock; pass --stale")
-        return operations.result("unlock", removed=lock.unlock_stale(open_root(root)))
-
-    _emit("unlock", call)
-
+    _emit("unlock", lambda: operations.unlock(root, stale=stale))
 
 
 # --- browsing (issue 7) ---------------------------------------------------------------------
@@ -364,7 +355,6 @@ def browse(
     from .browse import browse as run_browse
 
     _emit("browse", lambda: run_browse(root, out))
-
 
 
 # --- entry point ----------------------------------------------------------------------------

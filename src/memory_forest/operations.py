@@ -150,6 +150,21 @@ def index(root_arg: str | Path, full: bool = False, progress: Any = None,
     return result("index", **summary)
 
 
+# --- unlock --------------------------------------------------------------------------------
+
+
+def unlock(root_arg: str | Path, stale: bool = False) -> dict[str, Any]:
+    """Remove a stale lock; a live one, or a call without ``stale``, is refused."""
+    from . import lock
+    from .errors import usage_error
+    from .safety import open_root
+
+    if not stale:
+        raise usage_error("unlock_requires_stale",
+                          "unlock only removes a stale lock; pass --stale")
+    return result("unlock", removed=lock.unlock_stale(open_root(root_arg)))
+
+
 # --- doctor ---------------------------------------------------------------------------------
 
 
