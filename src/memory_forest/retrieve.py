@@ -31,6 +31,8 @@ MAX_PAIRS = 28  # all pairs of the first 8 terms; bounds the cost of long questi
 ANCESTOR_WEIGHT = 0.2  # evidence on a trail's owners supports, but never outweighs, its leaf
 TREE_WEIGHT = 1.0  # favor trails in the trees that hold most of the evidence
 PROBE_WEIGHT = 0.5  # a caller's extra probe is weaker evidence than the user's own words
+COMMON_SHARE = 0.05  # a term in more than this share of documents is "common" ...
+COMMON_MIN_DOCS = 2000  # ... and in more than this many: small forests score every term
 
 _NODE_COLUMNS = ("rowid", "path", "layer", "layer_number", "title", "doc_id", "status",
                  "sha256", "size", "mtime_ns", "parent_path")
@@ -241,26 +243,53 @@ def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
                   body_included=False, probes=len(queries) - 1)
 
 
-def _informative(con: sqlite3.Connection, terms: list[str]) -> list[str]:
-    """Drop terms found in more than half of all documents, unless nothing else is left.
+def _split_common(con: sqlite3.Connection, terms: list[str]) -> tuple[list[str], set[str]]:
+    """Split terms into rare ones and common ones (in more than COMMON_SHARE of documents).
 
-    FTS5 clamps the BM25 weight of such a term to almost zero, so it changes no
-    ranking, yet scoring it walks most of the index: dropping it is free
-    quality-wise and keeps a question with one very common word fast.
+    Scoring a term costs time in proportion to the documents that hold it, so
+    in a large forest a common word would dominate every lookup. Counting is
+    bounded by the cut-off itself, so the split stays cheap.
     """
-    if len(terms) < 2:
-        return terms
-    half = con.execute("SELECT count(*) FROM docs").fetchone()[0] // 2
+    total = con.execute("SELECT count(*) FROM docs").fetchone()[0]
+    cutoff = max(COMMON_MIN_DOCS, int(total * COMMON_SHARE))
+    if total <= cutoff or len(terms) < 2:
+        return terms, set()
     sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
-    kept = [t for t in terms if con.execute(sql, (f'"{t}"', half + 1)).fetchone()[0] <= half]
-    return kept or terms
+    common = {t for t in terms if con.execute(sql, (f'"{t}"', cutoff + 1)).fetchone()[0] > cutoff}
+    return [t for t in terms if t not in common], common
+
+
+def _base_scores(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:
+    """BM25 over all terms, computed so that common terms never drive the cost.
+
+    Candidates come from the rare terms alone; each candidate that also holds
+    common terms gets its score from ``(common) AND (rare)``, whose BM25 sums
+    every term it holds, so the result equals plain BM25 over all terms for
+    those documents.
+    """
+    rare, common = _split_common(con, terms)
+    if common and not rare:
+        # Only common words: documents holding all of them come first, and only
+        # if there are too few of those is every document with any of them scored.
+        hits = _hits(con, " AND ".join(f'"{t}"' for t in terms), STRUCTURED, depth)
+        if len(hits) < depth:
+            hits = _hits(con, _any_of(terms), STRUCTURED, depth)
+        return {row[_PATH]: [row, score] for row, score in hits}
+    if not common:
+        hits = _hits(con, _any_of(terms), STRUCTURED, depth)
+        return {row[_PATH]: [row, score] for row, score in hits}
+    found = {row[_PATH]: [row, score] for row, score in _hits(con, _any_of(rare), STRUCTURED,
+                                                               depth)}
+    both = f"({_any_of(sorted(common))}) AND ({_any_of(rare)})"
+    for row, score in _hits(con, both, STRUCTURED, MAX_LIMIT * 10):
+        if row[_PATH] in found:
+            found[row[_PATH]][1] = score
+    return found
 
 
 def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:
     """Candidates for one query: BM25 over any term, plus phrase and proximity bonuses."""
-    terms = _informative(con, terms)
-    hits = _hits(con, _any_of(terms), STRUCTURED, depth)
-    found = {row[_PATH]: [row, score] for row, score in hits}
+    found = _base_scores(con, terms, depth)
     if len(terms) > 1:
         for expression, weight in ((_phrases(terms), PHRASE_WEIGHT),
                                    (_near_pairs(terms), NEAR_WEIGHT)):
