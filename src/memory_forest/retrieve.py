@@ -243,7 +243,8 @@ def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
                   body_included=False, probes=len(queries) - 1)
 
 
-def _split_common(con: sqlite3.Connection, terms: list[str]) -> tuple[list[str], set[str]]:
+def _split_common(con: sqlite3.Connection, terms: list[str],
+                  min_docs: int = COMMON_MIN_DOCS) -> tuple[list[str], set[str]]:
     """Split terms into rare ones and common ones (in more than COMMON_SHARE of documents).
 
     Scoring a term costs time in proportion to the documents that hold it, so
@@ -251,7 +252,7 @@ def _split_common(con: sqlite3.Connection, terms: list[str]) -> tuple[list[str],
     bounded by the cut-off itself, so the split stays cheap.
     """
     total = con.execute("SELECT count(*) FROM docs").fetchone()[0]
-    cutoff = max(COMMON_MIN_DOCS, int(total * COMMON_SHARE))
+    cutoff = max(min_docs, int(total * COMMON_SHARE))
     if total <= cutoff or len(terms) < 2:
         return terms, set()
     sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
@@ -259,7 +260,8 @@ def _split_common(con: sqlite3.Connection, terms: list[str]) -> tuple[list[str],
     return [t for t in terms if t not in common], common
 
 
-def _base_scores(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:
+def _base_scores(con: sqlite3.Connection, terms: list[str], depth: int,
+                 min_docs: int = COMMON_MIN_DOCS) -> dict[str, list]:
     """BM25 over all terms, computed so that common terms never drive the cost.
 
     Candidates come from the rare terms alone; each candidate that also holds
@@ -267,7 +269,7 @@ def _base_scores(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[
     every term it holds, so the result equals plain BM25 over all terms for
     those documents.
     """
-    rare, common = _split_common(con, terms)
+    rare, common = _split_common(con, terms, min_docs)
     if common and not rare:
         # Only common words: documents holding all of them come first, and only
         # if there are too few of those is every document with any of them scored.
