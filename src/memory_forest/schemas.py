@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .gate import MESSAGES as GATE_MESSAGES
 from .queryplan import QueryPlan
 from .retrieve import DEFAULT_LIMIT, MAX_LIMIT
 
@@ -168,9 +169,10 @@ class GateRetrieve(BaseModel):
 
 
 class GateError(BaseModel):
-    code: str
-    message: str
-    details: dict[str, Any]
+    code: Literal[tuple(GATE_MESSAGES)]  # type: ignore[valid-type]  # the fixed set of codes
+    message: str = Field(description="The fixed message of the code: never turn text, an "
+                         "absolute path or exception text.")
+    details: dict[str, Any] = Field(description="Always empty.", max_length=0)
 
 
 class GateReceipt(BaseModel):
