@@ -116,3 +116,14 @@ def test_analysis_is_deterministic_and_every_term_finds_its_own_text(text):
     terms = query_terms(text)
     if terms:
         assert matches(text, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_the_ascii_fast_path_finds_what_the_full_word_pattern_finds(text):
+    # query_terms skips compiling the Unicode word pattern for ASCII text; the two must agree.
+    from memory_forest import text as analyzer
+
+    full = re.compile(analyzer._WORD).findall(text)
+    assert analyzer._ASCII_WORD.findall(text) == full
+    assert not any(re.fullmatch(analyzer._SPECIAL_RUN, word) for word in full)

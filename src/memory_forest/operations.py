@@ -8,7 +8,6 @@ edges' business (``cli``, ``mcp``, ``gate``).
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,8 @@ def init(target_arg: str | Path, example: bool = False) -> dict[str, Any]:
             raise ForestError("init_target_exists", "the target appeared while init was running")
         os.rename(staging, target)
     except BaseException:
+        import shutil
+
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return result("init", root=target.name, example=example,

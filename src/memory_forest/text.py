@@ -18,6 +18,7 @@ so a query term always meets the same token that indexing produced.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -33,10 +34,14 @@ _UNSPACED = (
     "\U00020000-\U0002fa1f"  # CJK extensions B and later
 )
 _ARABIC = "\u0600-\u06ff\u0750-\u077f"
-_SPECIAL_RUN = re.compile(f"[{_UNSPACED}]+|[{_ARABIC}]+")
-_UNSPACED_CHAR = re.compile(f"[{_UNSPACED}]")
-_WORD = re.compile(f"[{_UNSPACED}]+|[{_ARABIC}]+|[^\\W_{_UNSPACED}{_ARABIC}]+")
-_ARABIC_MARKS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
+# These classes take milliseconds each to compile, and the gate pays start-up on
+# every agent turn: they are compiled on first use (``_re``), and ASCII text,
+# which never needs them, takes the ``_ASCII_WORD`` path instead.
+_SPECIAL_RUN = f"[{_UNSPACED}]+|[{_ARABIC}]+"
+_UNSPACED_CHAR = f"[{_UNSPACED}]"
+_WORD = f"[{_UNSPACED}]+|[{_ARABIC}]+|[^\\W_{_UNSPACED}{_ARABIC}]+"
+_ASCII_WORD = re.compile("[A-Za-z0-9]+")  # exactly what _WORD finds in ASCII text
+_ARABIC_MARKS = "[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]"
 _ARABIC_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
 _ARABIC_LETTERS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ى": "ي", "ة": "ه"})
 
@@ -63,7 +68,7 @@ def index_text(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     if text.isascii():
         return text
-    return _SPECIAL_RUN.sub(lambda m: f" {' '.join(_special_terms(m.group()))} ", text)
+    return _re(_SPECIAL_RUN).sub(lambda m: f" {' '.join(_special_terms(m.group()))} ", text)
 
 
 def query_terms(query: str) -> list[str]:
@@ -73,8 +78,10 @@ def query_terms(query: str) -> list[str]:
     any query text from acting as FTS syntax.
     """
     terms: dict[str, str] = {}  # folded -> as written; SQLite folds and stems the rest
-    for word in _WORD.findall(unicodedata.normalize("NFKC", query)):
-        if _SPECIAL_RUN.fullmatch(word):
+    text = unicodedata.normalize("NFKC", query)
+    plain = text.isascii()
+    for word in _ASCII_WORD.findall(text) if plain else _re(_WORD).findall(text):
+        if not plain and _re(_SPECIAL_RUN).fullmatch(word):
             terms.update((term, term) for term in _special_terms(word) if term)
         elif word.lower() not in STOPWORDS:
             terms.setdefault(word.lower(), word)
@@ -82,11 +89,16 @@ def query_terms(query: str) -> list[str]:
 
 
 def has_unspaced_script(text: str) -> bool:
-    return _UNSPACED_CHAR.search(text) is not None
+    return not text.isascii() and _re(_UNSPACED_CHAR).search(text) is not None
+
+
+@functools.cache
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def _special_terms(run: str) -> list[str]:
-    if _UNSPACED_CHAR.match(run):
+    if _re(_UNSPACED_CHAR).match(run):
         if len(run) == 1:
             return [run]
         return [run[i : i + 2] for i in range(len(run) - 1)]
@@ -94,7 +106,7 @@ def _special_terms(run: str) -> list[str]:
 
 
 def _arabic(word: str) -> str:
-    word = _ARABIC_MARKS.sub("", word).translate(_ARABIC_LETTERS)
+    word = _re(_ARABIC_MARKS).sub("", word).translate(_ARABIC_LETTERS)
     for prefix in _ARABIC_PREFIXES:
         if word.startswith(prefix) and len(word) - len(prefix) >= 2:
             return word[len(prefix):]
