@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import stat
 import subprocess
@@ -57,8 +56,8 @@ def test_install_adds_one_entry_keeps_everything_else_and_backs_up_first(setting
     data = json.loads(settings.read_text())
     [entry] = ours(data, example)
     assert entry == {"type": "command", "command": outcome["command"], "timeout": 30}
-    assert shlex.split(entry["command"]) == [sys.executable, "-m", "memory_forest", "gate",
-                                             str(example), "--format", "claude-code"]
+    assert shlex.split(entry["command"]) == [sys.executable, "-P", "-m", "memory_forest",
+                                             "gate", str(example), "--format", "claude-code"]
     # Everything else is exactly as it was, in the same order.
     client = hooks.CLIENTS["claude-code"]
     data["hooks"]["UserPromptSubmit"] = [
@@ -124,8 +123,8 @@ def test_dry_run_reports_and_writes_nothing(settings, example):
 
 
 def test_a_changed_interpreter_path_is_updated_not_duplicated(settings, example):
-    stale = shlex.join(["/old/venv/bin/python", "-m", "memory_forest", "gate", str(example),
-                        "--format", "claude-code"])
+    stale = shlex.join(["/old/venv/bin/python", "-P", "-m", "memory_forest", "gate",
+                        str(example), "--format", "claude-code"])
     write_settings(settings, {"hooks": {"UserPromptSubmit": [
         {"hooks": [{"type": "command", "command": stale, "timeout": 99}]},
         {"hooks": [{"type": "command", "command": stale}]}]}})
@@ -139,9 +138,10 @@ def test_a_changed_interpreter_path_is_updated_not_duplicated(settings, example)
 
 def test_commands_that_only_look_similar_are_not_ours(settings, example):
     lookalikes = [
-        f"{sys.executable} -m memory_forest gate {example} --format codex",  # another client
-        f"{sys.executable} -m memory_forest route {example} q",
-        f"echo {sys.executable} -m memory_forest gate {example} --format claude-code",
+        f"{sys.executable} -P -m memory_forest gate {example} --format codex",  # other client
+        f"{sys.executable} -P -m memory_forest route {example} q",
+        f"{sys.executable} -m memory_forest gate {example} --format claude-code",  # no -P
+        f"echo {sys.executable} -P -m memory_forest gate {example} --format claude-code",
         "unbalanced 'quote",
     ]
     content = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": c}
@@ -216,12 +216,17 @@ def test_codex_gets_its_own_format_and_default_file(tmp_path, example, monkeypat
 
 
 @pytest.mark.parametrize("client", ["claude-code", "codex"])
-def test_the_installed_command_answers_a_hook_input(settings, example, client):
+def test_the_installed_command_answers_a_hook_input(settings, example, client, tmp_path):
     command = hooks.install(client, example, settings)["command"]
+    # A project that ships its own 'memory_forest' module must not be imported by the hook.
+    project = tmp_path / "project"
+    (project / "memory_forest").mkdir(parents=True)
+    (project / "memory_forest" / "__init__.py").write_text("")
+    (project / "memory_forest" / "__main__.py").write_text("print('hijacked')\n")
     hook_input = json.dumps({"session_id": "s", "cwd": str(example), "prompt": "kimchi fridge",
                              "hook_event_name": "UserPromptSubmit"})
     done = subprocess.run(command, shell=True, input=hook_input, capture_output=True,
-                          text=True, timeout=60, cwd=os.path.expanduser("~"))
+                          text=True, timeout=60, cwd=project)
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert '"status":"evidence_found"' in context

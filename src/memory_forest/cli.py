@@ -330,12 +330,17 @@ def serve(root: Root) -> None:
     from .errors import ForestError
 
     try:
-        mcp_server.serve(root)
+        mcp_server.serve(root)  # prints nothing itself: stdout belongs to the protocol
     except ForestError as exc:  # before the protocol starts: the root or the SDK
         _print(_failure("serve", exc.to_dict()))
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except Exception as exc:  # the edge: never a traceback, only the class name
+        _print(_failure("serve", {"code": "internal_error",
+                                  "message": f"unexpected {type(exc).__name__}",
+                                  "details": {"class": type(exc).__name__}}))
+        raise typer.Exit(1) from None
 
 
 hooks_app = typer.Typer(

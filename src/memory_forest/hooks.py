@@ -5,7 +5,7 @@ Both hosts read the same shape of JSON: ``{"hooks": {"UserPromptSubmit":
 Claude Code inside its ``settings.json`` and Codex in its ``hooks.json``.
 
 The entry this module adds is recognized by its command alone:
-``<python> -m memory_forest gate <root> --format <client>``, parsed with
+``<python> -P -m memory_forest gate <root> --format <client>``, parsed with
 shell quoting rules. That is what lets ``uninstall`` remove exactly what
 ``install`` added (even after the Python path changed) and nothing else.
 
@@ -49,9 +49,14 @@ CLIENTS = {
 }
 
 
+# ``-P``: hosts run hooks in the project's directory, and ``python -m`` would
+# otherwise import a ``memory_forest`` module from there before the installed one.
+_INTERPRETER_ARGS = ["-P", "-m", "memory_forest", "gate"]
+
+
 def gate_command(root: Path, client: Client) -> str:
     """The hook command: this interpreter runs the gate's lean path on ``root``."""
-    return shlex.join([sys.executable, "-m", "memory_forest", "gate", str(root),
+    return shlex.join([sys.executable, *_INTERPRETER_ARGS, str(root),
                        "--format", client.gate_format])
 
 
@@ -119,9 +124,9 @@ def _is_ours(handler: Any, client: Client, root: Path | None) -> bool:
         words = shlex.split(command)
     except ValueError:
         return False
-    return (len(words) == 7 and words[1:4] == ["-m", "memory_forest", "gate"]
-            and words[5:] == ["--format", client.gate_format]
-            and (root is None or words[4] == str(root)))
+    return (len(words) == 8 and words[1:5] == _INTERPRETER_ARGS
+            and words[6:] == ["--format", client.gate_format]
+            and (root is None or words[5] == str(root)))
 
 
 def _remove(data: dict[str, Any], client: Client, root: Path | None,
