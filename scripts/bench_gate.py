@@ -6,16 +6,24 @@ Measures, on the packaged example forest and on a synthetic forest of about
 N documents (generated like ``bench_scale.py``, or an indexed forest given
 with ``--forest``):
 
-- ``lean``: ``python -m memory_forest gate ROOT``, the command ``hooks install``
-  writes; ``entry.main`` runs the gate without importing typer.
+- ``lean``: ``python -P -m memory_forest gate ROOT``, the command ``hooks
+  install`` writes; ``entry.main`` runs the gate without importing typer.
 - ``cli``: the ``memory-forest`` console script, whatever it points at.
 - ``in_process``: ``gate.run`` in this process (no start-up cost).
 - ``python``: a bare ``python -c pass``, the floor of any process.
 
-Turns come in classes: ``short`` (3 words), ``medium`` (8), ``long`` (20)
-drawn from the forest's own vocabulary (so they match, often many
-documents), ``unmatched`` (an English question whose words are not in the
-synthetic forest) and ``blank``. Children run with bytecode caches written
+Turns on the synthetic forest come in classes, all drawn from the forest's
+own vocabulary so that they match:
+
+- ``content``: 3 to 8 words drawn uniformly from the vocabulary past its 500
+  most frequent words, like the content words of a question: each is in at
+  most a few hundred documents, most in a few dozen.
+- ``zipf_3`` and ``zipf_20``: 3 or 20 words drawn with the text's own Zipf
+  frequencies. The vocabulary has no stopwords, so its top words sit in
+  nearly every document, as no real word does after stopword removal: a
+  worst case for ranking, which scores every document a word appears in.
+- ``unmatched`` (an English question whose words are not in the forest) and
+  ``blank``. Children run with bytecode caches written
 and warmed (``PYTHONDONTWRITEBYTECODE`` removed), as an installed package
 runs. Prints JSON: milliseconds, p50 and p95 per class.
 """
@@ -48,6 +56,7 @@ EXAMPLE_TURNS = [
     "za'atar: how do I toast the sesame?",
     "Remind me which bed the napa cabbage came from",
 ]
+CONTENT_FROM_RANK = 500
 UNMATCHED = "Could you remind me what we decided about the quarterly budget review last week?"
 
 
@@ -77,7 +86,7 @@ def summary(times: list[float]) -> dict[str, float]:
 
 
 def measure(root: Path, turns: dict[str, list[str]], runs: int) -> dict:
-    lean = [sys.executable, "-m", "memory_forest", "gate", str(root)]
+    lean = [sys.executable, "-P", "-m", "memory_forest", "gate", str(root)]
     script = shutil.which("memory-forest", path=os.path.dirname(sys.executable))
     report: dict = {}
     for name, texts in turns.items():
@@ -102,10 +111,11 @@ def measure(root: Path, turns: dict[str, list[str]], runs: int) -> dict:
 
 
 def synthetic_turns(rng: random.Random, zipf: Zipf, count: int) -> dict[str, list[str]]:
+    content = zipf.words[CONTENT_FROM_RANK:]
     return {
-        "short": [zipf.text(3) for _ in range(count)],
-        "medium": [zipf.text(8) for _ in range(count)],
-        "long": [zipf.text(20) for _ in range(count)],
+        "content": [" ".join(rng.sample(content, rng.randint(3, 8))) for _ in range(count)],
+        "zipf_3": [zipf.text(3) for _ in range(count)],
+        "zipf_20": [zipf.text(20) for _ in range(count)],
         "unmatched": [UNMATCHED],
         "blank": ["   \n"],
     }
