@@ -227,8 +227,8 @@ def answer(root: str | Path, raw: bytes, format: str, limit: int) -> tuple[dict[
         return receipt, 2 if receipt["error"]["code"] in _USAGE else 1
     try:
         turn = _hook_prompt(raw)
-    except _Refused as exc:
-        return hook_output(failure(exc.code)), 0
+    except (Exception, KeyboardInterrupt) as exc:  # fail closed: the host blocks the turn
+        return hook_output(failure(_code_of(exc))), 0
     return hook_output(run(root, turn, limit)), 0
 
 
