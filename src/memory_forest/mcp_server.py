@@ -103,8 +103,8 @@ def serve(root_arg: str | Path) -> None:
     """Check the root and the SDK, then serve over stdin/stdout until the client leaves."""
     from .safety import open_root
 
-    anyio, _, _, _ = _sdk()
     root = open_root(root_arg)
+    anyio, _, _, _ = _sdk()
     anyio.run(_serve, root)
 
 
