@@ -77,12 +77,13 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(forest, tmp_pat
     async def scenario(client: Session) -> None:
         listed = await client.session.list_tools()
         tools = {tool.name: wire(tool) for tool in listed.tools}
-        assert list(tools) == ["route", "search", "retrieve", "open", "status"]
+        assert list(tools) == [operation.name for operation in registry.OPERATIONS]
+        assert {"route", "search", "retrieve", "open", "status"} <= set(tools)
         for operation in registry.OPERATIONS:
             tool = tools[operation.name]
-            assert tool["annotations"]["readOnlyHint"] is True
+            assert tool["annotations"]["readOnlyHint"] is operation.read_only
             assert tool["inputSchema"] == operation.arguments.model_json_schema()
-            assert tool["outputSchema"]["type"] == "object"
+            assert tool["outputSchema"] == operation.result.model_json_schema()
             assert len(tool["description"]) > 80
         assert set(tools["route"]["inputSchema"]["properties"]) == {"query", "limit", "layer"}
         assert set(tools["retrieve"]["inputSchema"]["properties"]) == \
