@@ -103,8 +103,9 @@ def test_query_terms_are_always_safe_inside_fts_quotes(text):
 
 
 # Scripts both Python's and SQLite's Unicode tables (6.1 for unicode61) know the same way.
+# U+03A2 is unassigned: Python calls it no letter, unicode61 counts it in with its block.
 _SCRIPTS = st.one_of(*(st.characters(min_codepoint=a, max_codepoint=b) for a, b in (
-    (0x20, 0x7E), (0xC0, 0x17F), (0x391, 0x3C9), (0x410, 0x44F), (0x621, 0x64A),
+    (0x20, 0x7E), (0xC0, 0x17F), (0x391, 0x3A1), (0x3A3, 0x3C9), (0x410, 0x44F), (0x621, 0x64A),
     (0x3041, 0x3096), (0x30A1, 0x30FA), (0x4E00, 0x4FFF), (0xAC00, 0xAD00))))
 
 

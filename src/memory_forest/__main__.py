@@ -1,6 +1,6 @@
-"""``python -m memory_forest``: the same entry point as the ``memory-forest`` script."""
+"""``python -m memory_forest``: ``entry.main``, the lean gate path, then the full CLI."""
 
-from .cli import main
+from .entry import main
 
 if __name__ == "__main__":
     main()

@@ -263,6 +263,141 @@ def _stderr_console() -> Any:
 
 # --- agent integration (issue 5) ------------------------------------------------------------
 
+# The gate's option table, shared with the lean parser of ``entry.main``.
+from .gate import OPTIONS as _GATE  # noqa: E402
+
+
+@app.command()
+def gate(
+    root: Root,
+    format: Annotated[
+        str, typer.Option("--format", help="receipt (the JSON receipt), or claude-code / codex "
+                          "(a UserPromptSubmit hook answer).")
+    ] = _GATE["format"][1],
+    limit: Annotated[
+        int, typer.Option("--limit", help="At most this many route results and trails (1-10).")
+    ] = _GATE["limit"][1],
+) -> None:
+    """Consult memory for one user turn read on stdin: route, then retrieve; print a receipt.
+
+    Always prints one JSON object. Run on every turn by a host hook
+    (memory-forest hooks install); never writes and never returns bodies.
+
+    Example: echo "how cold should the kimchi fridge be?" | memory-forest gate ~/memory
+    """
+    from .gate import run_process
+
+    raise typer.Exit(run_process(str(root), format=format, limit=limit))
+
+
+@app.command("open")
+def open_command(
+    root: Root,
+    path: Annotated[
+        str, typer.Argument(help="Root-relative path, as route and retrieve print it.")
+    ],
+    allow_source_layers: Annotated[
+        bool, typer.Option("--allow-source-layers", help="Allow a Daily or ISTM source file.")
+    ] = False,
+) -> None:
+    """Print the current body of one indexed document after a fresh hash check.
+
+    Example: memory-forest open ~/memory "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    """
+    from .retrieve import open_document
+
+    _emit("open", lambda: open_document(root, path, allow_source_layers=allow_source_layers))
+
+
+@app.command("status")
+def status_command(root: Root) -> None:
+    """Say whether memory can be consulted now: index state, counts, lock, next step.
+
+    Example: memory-forest status ~/memory --json
+    """
+    from . import operations
+
+    _emit("status", lambda: operations.status(root))
+
+
+@app.command()
+def serve(root: Root) -> None:
+    """Run the MCP server for this forest over stdio (needs memory-forest[mcp]).
+
+    Example: memory-forest serve ~/memory
+    """
+    from . import mcp_server
+    from .errors import ForestError
+
+    try:
+        mcp_server.serve(root)  # prints nothing itself: stdout belongs to the protocol
+    except ForestError as exc:  # before the protocol starts: the root or the SDK
+        _print(_failure("serve", exc.to_dict()))
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except Exception as exc:  # the edge: never a traceback, only the class name
+        _print(_failure("serve", {"code": "internal_error",
+                                  "message": f"unexpected {type(exc).__name__}",
+                                  "details": {"class": type(exc).__name__}}))
+        raise typer.Exit(1) from None
+
+
+hooks_app = typer.Typer(
+    name="hooks",
+    help="Install or remove the per-turn gate as a UserPromptSubmit hook (Claude Code, Codex).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(hooks_app, name="hooks")
+
+HookClient = Annotated[
+    str, typer.Option("--client", help="claude-code or codex.", show_default=False)
+]
+HookSettings = Annotated[
+    Path | None,
+    typer.Option("--settings", help="Settings file (default: ~/.claude/settings.json for "
+                 "claude-code, ~/.codex/hooks.json for codex).", show_default=False),
+]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Report the change; write nothing.")]
+
+
+@hooks_app.command("install")
+def hooks_install(
+    client: HookClient,
+    root: Annotated[Path, typer.Option("--root", help="Forest root directory.",
+                                       show_default=False)],
+    settings: HookSettings = None,
+    dry_run: DryRun = False,
+) -> None:
+    """Add the gate hook to the client's settings; keeps every other setting, backs up first.
+
+    Example: memory-forest hooks install --client claude-code --root ~/memory
+    """
+    from . import hooks
+
+    _emit("hooks_install", lambda: hooks.install(client, root, settings, dry_run=dry_run))
+
+
+@hooks_app.command("uninstall")
+def hooks_uninstall(
+    client: HookClient,
+    root: Annotated[Path | None, typer.Option("--root", help="Only the hook for this forest "
+                                              "(default: every gate hook this tool added).",
+                                              show_default=False)] = None,
+    settings: HookSettings = None,
+    dry_run: DryRun = False,
+) -> None:
+    """Remove the gate hooks that 'hooks install' added, and nothing else.
+
+    Example: memory-forest hooks uninstall --client claude-code --root ~/memory
+    """
+    from . import hooks
+
+    _emit("hooks_uninstall", lambda: hooks.uninstall(client, root, settings, dry_run=dry_run))
+
+
 
 
 # --- maintenance (issue 6) ------------------------------------------------------------------

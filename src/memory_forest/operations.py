@@ -8,7 +8,6 @@ edges' business (``cli``, ``mcp``, ``gate``).
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,8 @@ def init(target_arg: str | Path, example: bool = False) -> dict[str, Any]:
             raise ForestError("init_target_exists", "the target appeared while init was running")
         os.rename(staging, target)
     except BaseException:
+        import shutil
+
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return result("init", root=target.name, example=example,
@@ -236,3 +237,30 @@ def _index_state(root: Path) -> dict[str, Any]:
         return forest_index.state(root)
     except ForestError as exc:
         return {"state": "invalid", "code": exc.code}
+
+
+# --- status ---------------------------------------------------------------------------------
+
+_NEXT_STEP = {
+    "absent": "run 'memory-forest index ROOT' to build the index",
+    "stale": "run 'memory-forest index ROOT' to bring the index up to date",
+    "invalid": "run 'memory-forest index ROOT --full' to rebuild the index",
+}
+
+
+def status(root_arg: str | Path) -> dict[str, Any]:
+    """A short readiness summary for an agent: can memory be consulted right now?
+
+    ``ready`` is true when the index exists and matches the files on disk (so
+    route, retrieve and open will not fail with ``index_missing`` or
+    ``index_stale``); ``next_step`` says what an operator should run otherwise.
+    """
+    report = doctor(root_arg)
+    index_state = report["index"]
+    counts = report.get("counts", {})
+    ready = index_state.get("state") == "current"
+    return result("status", ready=ready, index=index_state, lock=report["lock"],
+                  counts=counts, documents=sum(counts.values()),
+                  config=report["config"]["state"], versions=report["versions"],
+                  next_step=None if ready else _NEXT_STEP.get(index_state.get("state"),
+                                                              _NEXT_STEP["invalid"]))

@@ -163,6 +163,39 @@ def _maintain(outcome: dict[str, Any]) -> None:
                    f"{_escape(error['message'])}")
 
 
+def _open(outcome: dict[str, Any]) -> None:
+    flag = f" [yellow]({outcome['status']})[/]" if outcome["status"] != "active" else ""
+    _out.print(f"[bold]{_escape(outcome['title'])}[/]{flag}  [dim]{_escape(outcome['path'])}  "
+               f"sha256 {outcome['sha256'][:12]}[/]", emoji=False)
+    # Line breaks and tabs are the text's own; every other control character is shown inert.
+    body = re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]",
+                  lambda m: f"\\x{ord(m.group()):02x}", outcome["body"])
+    _out.print(body, markup=False, highlight=False, emoji=False)
+
+
+def _status(outcome: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    table.add_row("ready", "[green]yes[/]" if outcome["ready"] else "[red]no[/]")
+    table.add_row("index", _describe(outcome["index"]))
+    table.add_row("documents", str(outcome["documents"]))
+    table.add_row("lock", _describe(outcome["lock"]))
+    if outcome["next_step"]:
+        table.add_row("next step", _escape(outcome["next_step"]))
+    _out.print(table)
+
+
+def _hooks(outcome: dict[str, Any]) -> None:
+    dry = " (dry run: nothing written)" if outcome["dry_run"] else ""
+    _out.print(f"{outcome['client']} {outcome['event']} hook: [bold]{outcome['action']}[/]{dry}"
+               f" in {_escape(outcome['settings'])}")
+    if outcome.get("backup"):
+        _out.print(f"[dim]backup: {_escape(outcome['backup'])}[/]")
+    for warning in outcome.get("warnings", []):
+        _err.print(f"[yellow]warning[/] {_escape(warning)}")
+
+
 def _generic(outcome: dict[str, Any]) -> None:
     from .jsonio import dumps
 
@@ -182,4 +215,8 @@ _RENDERERS = {
     "schedule_print": _schedule_print,
     "unlock": _unlock,
     "browse": _browse,
+    "open": _open,
+    "status": _status,
+    "hooks_install": _hooks,
+    "hooks_uninstall": _hooks,
 }

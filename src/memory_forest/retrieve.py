@@ -1,8 +1,9 @@
-"""Route-first retrieval: ``route``, ``search`` and ``retrieve`` over the index.
+"""Route-first retrieval: ``route``, ``search``, ``retrieve`` and ``open_document``.
 
 Everything here returns metadata only, except ``search`` with an explicit
-``include_body``. Anything that vouches for current content re-hashes the
-canonical file first and fails closed with ``index_stale`` when it changed.
+``include_body`` and ``open_document``, the explicit read of one body.
+Anything that vouches for current content re-hashes the canonical file first
+and fails closed with ``index_stale`` when it changed.
 
 Kept light on purpose: this module runs in a fresh process on every agent
 turn, so it imports only sqlite3, hashlib and the text analyzer.
@@ -202,6 +203,42 @@ def _sha256(data: bytes) -> str:
 def _stale(path: str) -> ForestError:
     return ForestError("index_stale", "a file changed since it was indexed; run "
                        "'memory-forest index ROOT' and ask again", {"path": path})
+
+
+# --- open -----------------------------------------------------------------------------------
+
+SOURCE_LAYERS = (5, 6)  # Daily and ISTM: raw sources, opened only when asked for by name
+
+
+def open_document(root: str | Path, path: str, allow_source_layers: bool = False
+                  ) -> dict[str, Any]:
+    """The current body of one indexed document, by root-relative path, after a fresh hash.
+
+    The path must be canonical (``routes.parse_route``), so nothing outside
+    the layers can be named. Daily and ISTM files need ``allow_source_layers``.
+    A file that is not in the index, or whose bytes changed since indexing,
+    fails with ``index_stale``; a path with no file fails with ``not_found``.
+    """
+    from .operations import result
+    from .routes import parse_route
+
+    layer = parse_route(path).layer
+    if layer.number in SOURCE_LAYERS and not allow_source_layers:
+        raise usage_error("source_layer_not_allowed",
+                          f"'{layer.dirname}' is a raw source layer; ask for it explicitly "
+                          "(allow_source_layers)", path=path)
+    root_path, con = _open(root)
+    with con:
+        row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?",
+                          (path,)).fetchone()
+    if row is None:
+        from .safety import read_regular
+
+        read_regular(root_path, path, _max_file_bytes(root_path))  # not_found when absent
+        raise _stale(path)  # on disk but not in the index: the index is behind
+    node = _node(row)
+    body = fresh_text(root_path, path, node["sha256"])
+    return result("open", **node, body=body, body_included=True)
 
 
 # --- retrieve -------------------------------------------------------------------------------

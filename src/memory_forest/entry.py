@@ -1,0 +1,27 @@
+"""The process entry point: the per-turn gate on a lean path, everything else through the CLI.
+
+A hook starts ``memory-forest gate`` on every agent turn, so its start-up
+time is paid on every turn. Importing ``cli`` imports typer (and click), which
+alone costs more than the whole lookup; this module recognizes a plain gate
+command line with ``gate.lean_args`` and runs ``gate.run_process`` without
+that import. Any other command line, and any gate command line the lean
+parser does not fully understand (``--help``, a typo, a missing value), goes
+to ``cli.main`` unchanged, where typer parses it and reports errors.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "gate" in args[:2]:
+        from . import gate
+
+        options = gate.lean_args(args)
+        if options is not None:
+            sys.exit(gate.run_process(**options))
+    from .cli import main as cli_main
+
+    cli_main(args)

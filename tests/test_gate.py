@@ -1,0 +1,393 @@
+"""The per-turn gate: receipts, phase order, failures that leak nothing, hook formats."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import tree_state
+from forestkit import new_forest, write_doc
+
+from memory_forest import gate, operations, retrieve
+from memory_forest.gate import MAX_TURN_BYTES, MESSAGES
+
+RECEIPT_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
+                "lookup_completed", "body_included", "route", "retrieve", "turn_sha256"}
+FAILURE_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
+                "lookup_completed", "body_included", "error", "turn_sha256"}
+# Both hosts' UserPromptSubmit output objects are closed (Codex publishes the schema).
+HOOK_KEYS = {"continue", "decision", "hookSpecificOutput", "reason", "stopReason",
+             "suppressOutput", "systemMessage"}
+SECRET = "Zebulonsecretword"  # a turn word that must never be echoed
+KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+
+
+def run_gate(root: Path | str, stdin: bytes | str, *options: str,
+             entry: str = "-m") -> tuple[int, dict, str, str]:
+    """Run the gate as a hook runs it; return (exit code, the JSON object, stdout, stderr)."""
+    data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+    if entry == "-m":
+        command = [sys.executable, "-m", "memory_forest", "gate", str(root), *options]
+    else:  # the full typer command line, as the console script runs today
+        command = [sys.executable, "-c", "from memory_forest.cli import main; main()",
+                   "gate", str(root), *options]
+    done = subprocess.run(command, input=data, capture_output=True, timeout=60)
+    stdout, stderr = done.stdout.decode(), done.stderr.decode()
+    lines = stdout.splitlines()
+    assert len(lines) == 1, (stdout, stderr)
+    return done.returncode, json.loads(lines[0]), stdout, stderr
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def body_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A forest where one word is only in a leaf's body: route (titles, paths) cannot see it."""
+    root = new_forest(tmp_path_factory.mktemp("gate"), example=True)
+    write_doc(root, "04 stm/kitchen/fermentation/pantry.md", "Pantry check",
+              "The shelf with the Quixoticsentinel jars was restocked.", "stm-pantry")
+    operations.index(root)
+    return root
+
+
+# --- receipts -------------------------------------------------------------------------------
+
+
+def test_a_matching_turn_finds_evidence_with_the_exact_receipt_shape(shared_example):
+    turn = b"How cold should the kimchi fridge be?"
+    receipt = gate.run(shared_example, turn)
+    assert set(receipt) == RECEIPT_KEYS
+    assert receipt["schema_version"] == 1 and receipt["operation"] == "memory_forest_gate"
+    assert receipt["ok"] is True and receipt["status"] == "evidence_found"
+    assert receipt["lookup_required"] is True and receipt["lookup_completed"] is True
+    assert receipt["body_included"] is False
+    assert receipt["turn_sha256"] == sha(turn)
+    assert receipt["route"]["count"] == len(receipt["route"]["results"]) >= 1
+    assert receipt["retrieve"]["count"] == len(receipt["retrieve"]["trails"]) >= 1
+    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
+    assert "body" not in json.dumps(receipt).replace("body_included", "")
+
+
+def test_both_phases_run_in_order_even_when_route_finds_nothing(body_only, monkeypatch):
+    calls = []
+    for name in ("route", "retrieve"):
+        original = getattr(retrieve, name)
+
+        def spy(*args, _name=name, _original=original, **kwargs):
+            calls.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(retrieve, name, spy)
+    receipt = gate.run(body_only, b"anything about Quixoticsentinel?")
+    assert calls == ["route", "retrieve"]
+    # Route matches titles and paths only; the word is in a body, so only retrieve finds it.
+    assert receipt["route"] == {"count": 0, "results": []}
+    assert receipt["retrieve"]["count"] == 1
+    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == \
+        "04 stm/kitchen/fermentation/pantry.md"
+    assert receipt["status"] == "evidence_found" and receipt["lookup_completed"] is True
+
+
+def test_zero_matches_is_a_successful_no_evidence(shared_example):
+    code, receipt, _, _ = run_gate(shared_example, "quarterly budget review spreadsheet")
+    assert code == 0 and receipt["ok"] is True and receipt["status"] == "no_evidence"
+    assert receipt["lookup_required"] is True and receipt["lookup_completed"] is True
+    assert receipt["route"] == {"count": 0, "results": []}
+    assert receipt["retrieve"] == {"count": 0, "trails": []}
+
+
+@pytest.mark.parametrize("turn", ["", "   ", "\n\t \r\n", "\u3000\u00a0"])
+def test_a_blank_turn_is_a_noop(shared_example, turn):
+    code, receipt, _, _ = run_gate(shared_example, turn)
+    assert code == 0 and receipt["ok"] is True and receipt["status"] == "noop"
+    assert receipt["lookup_required"] is False and receipt["lookup_completed"] is False
+    assert receipt["route"]["count"] == receipt["retrieve"]["count"] == 0
+    assert receipt["turn_sha256"] == sha(turn.encode())
+
+
+@pytest.mark.parametrize("turn", ["?!...", "'\"*()[]{}:;", "the of and to", "--- ??? the"])
+def test_a_turn_with_no_searchable_word_completes_with_no_evidence(shared_example, turn):
+    # Both phases ran on an opened, checked index; nothing can match such a turn.
+    code, receipt, _, _ = run_gate(shared_example, turn)
+    assert code == 0 and receipt["ok"] is True and receipt["status"] == "no_evidence"
+    assert receipt["lookup_required"] is True and receipt["lookup_completed"] is True
+
+
+def test_an_unsearchable_turn_still_needs_a_readable_index(empty_forest):
+    receipt = gate.run(empty_forest, b"?!")
+    assert receipt["ok"] is False and receipt["error"]["code"] == "index_missing"
+
+
+def test_a_turn_at_the_bound_is_read_and_one_byte_more_fails_closed(shared_example):
+    at_bound = (b"a " * MAX_TURN_BYTES)[:MAX_TURN_BYTES]
+    code, receipt, _, _ = run_gate(shared_example, at_bound)
+    assert code == 0 and receipt["status"] == "no_evidence"
+    assert receipt["turn_sha256"] == sha(at_bound)
+    code, receipt, stdout, stderr = run_gate(shared_example, at_bound + b"kimchi")
+    assert code == 1 and set(receipt) == FAILURE_KEYS
+    assert receipt["error"] == {"code": "turn_too_large", "message": MESSAGES["turn_too_large"],
+                                "details": {}}
+    assert receipt["turn_sha256"] is None  # never the hash of a silently cut prefix
+    assert "kimchi" not in stdout + stderr
+
+
+def test_a_turn_that_is_not_utf8_fails_closed(shared_example):
+    code, receipt, _, _ = run_gate(shared_example, b"kimchi \xff\xfe")
+    assert code == 1 and receipt["error"]["code"] == "turn_not_utf8"
+
+
+def test_the_gate_changes_nothing_on_disk(tmp_path):
+    root = new_forest(tmp_path, example=True)
+    operations.index(root)
+    before = tree_state(tmp_path)
+    for turn in ("kimchi", "   ", "?!", "drip line pressure"):
+        run_gate(root, turn)
+    run_gate(root, json.dumps({"prompt": "kimchi"}), "--format", "claude-code")
+    assert tree_state(tmp_path) == before
+
+
+def test_limit_bounds_both_phases_and_is_checked(shared_example):
+    receipt = gate.run(shared_example, b"kimchi drip tomato sesame irrigation", limit=1)
+    assert receipt["route"]["count"] <= 1 and receipt["retrieve"]["count"] <= 1
+    code, receipt, _, _ = run_gate(shared_example, "kimchi", "--limit", "11")
+    assert code == 2 and receipt["error"]["code"] == "limit_out_of_range"
+    code, receipt, _, _ = run_gate(shared_example, "kimchi", "--format", "yaml")
+    assert code == 2 and receipt["error"]["code"] == "format_unknown"
+
+
+# --- failures leak nothing ------------------------------------------------------------------
+
+
+def _stale(root: Path) -> None:
+    path = root / KIMCHI
+    path.write_bytes(path.read_bytes() + b"\nedited after indexing\n")
+
+
+def _corrupt(root: Path) -> None:
+    (root / ".memory-forest" / "index.sqlite3").write_bytes(b"not a database" * 100)
+
+
+def _symlink_root(root: Path) -> Path:
+    link = root.parent / "link"
+    link.symlink_to(root)
+    return link
+
+
+@pytest.mark.parametrize("damage, code", [
+    ("no_index", "index_missing"),
+    ("stale", "index_stale"),
+    ("corrupt", "index_corrupt"),
+    ("symlink_root", "root_symlink"),
+    ("missing_root", "root_missing"),
+    ("file_root", "root_not_directory"),
+])
+@pytest.mark.parametrize("fmt", ["receipt", "claude-code"])
+def test_failures_carry_a_fixed_message_and_leak_nothing_private(tmp_path, damage, code, fmt):
+    root = new_forest(tmp_path, example=True)
+    if damage != "no_index":
+        operations.index(root)
+    target: Path = root
+    if damage == "stale":
+        _stale(root)
+    elif damage == "corrupt":
+        _corrupt(root)
+    elif damage == "symlink_root":
+        target = _symlink_root(root)
+    elif damage == "missing_root":
+        target = tmp_path / "nowhere"
+    elif damage == "file_root":
+        target = tmp_path / "a-file"
+        target.write_text("x")
+    turn = f"How cold is the kimchi fridge? {SECRET}"
+    stdin = turn if fmt == "receipt" else json.dumps({"prompt": turn,
+                                                      "hook_event_name": "UserPromptSubmit",
+                                                      "cwd": str(tmp_path)})
+    exit_code, answer, stdout, stderr = run_gate(target, stdin, "--format", fmt)
+    if fmt == "receipt":
+        assert exit_code == 1 and answer["ok"] is False and set(answer) == FAILURE_KEYS
+        assert answer["error"] == {"code": code, "message": MESSAGES[code], "details": {}}
+        assert answer["status"] == "failed" and answer["lookup_completed"] is False
+    else:
+        assert exit_code == 0 and answer == {"decision": "block", "reason": answer["reason"]}
+        assert f"[{code}]" in answer["reason"] and MESSAGES[code] in answer["reason"]
+    for private in (SECRET, "kimchi fridge", str(tmp_path), "Traceback", "Error:"):
+        assert private not in stdout and private not in stderr
+    assert stderr == ""
+
+
+def test_an_unexpected_exception_is_internal_error_by_code_only(shared_example, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError(f"secret detail {shared_example}")
+
+    monkeypatch.setattr(retrieve, "retrieve", boom)
+    receipt = gate.run(shared_example, b"kimchi")
+    assert receipt["error"] == {"code": "internal_error", "message": MESSAGES["internal_error"],
+                                "details": {}}
+    assert "secret" not in json.dumps(receipt) and str(shared_example) not in json.dumps(receipt)
+
+
+def test_every_library_code_maps_into_the_fixed_set():
+    from memory_forest.errors import ForestError
+
+    for raised, expected in [("index_stale", "index_stale"),
+                             ("config_bad_limits", "config_invalid"),
+                             ("file_too_large", "file_unreadable"),
+                             ("os_error", "file_unreadable"),
+                             ("something_new", "lookup_failed")]:
+        assert gate._code_of(ForestError(raised, "x")) == expected
+    assert gate._code_of(KeyboardInterrupt()) == "interrupted"
+
+
+# --- host adapters --------------------------------------------------------------------------
+
+
+def hook_input(prompt: str, **extra: object) -> str:
+    return json.dumps({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",
+                       "hook_event_name": "UserPromptSubmit", "prompt": prompt, **extra})
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex"])
+def test_hook_format_adds_the_compact_receipt_as_context(shared_example, fmt):
+    extra = {"turn_id": "t1", "model": "m", "permission_mode": "default"} if fmt == "codex" \
+        else {"permission_mode": "default"}
+    code, answer, _, stderr = run_gate(shared_example, hook_input("kimchi fridge", **extra),
+                                       "--format", fmt)
+    assert code == 0 and stderr == ""
+    assert set(answer) <= HOOK_KEYS and "decision" not in answer
+    output = answer["hookSpecificOutput"]
+    assert set(output) == {"hookEventName", "additionalContext"}
+    assert output["hookEventName"] == "UserPromptSubmit"
+    note, receipt_json = output["additionalContext"].split("\n", 1)
+    assert note == gate.UNTRUSTED_NOTE and "untrusted" in note and "no_evidence" in note
+    receipt = json.loads(receipt_json)
+    assert receipt["status"] == "evidence_found" and receipt["body_included"] is False
+    assert receipt["turn_sha256"] == sha(b"kimchi fridge")
+    trail = receipt["retrieve"]["trails"][0]
+    assert trail["nodes"][-1] == {"path": KIMCHI, "layer": "04 stm", "title": "Kimchi batch 7",
+                                  "status": "active"}
+    assert set(receipt["route"]["results"][0]) == {"path", "layer", "title", "status", "score"}
+
+
+def test_hook_context_cuts_long_titles(tmp_path):
+    root = new_forest(tmp_path, example=True)
+    write_doc(root, "04 stm/kitchen/fermentation/long.md", "Miso " + "x" * 300, "miso", "stm-l")
+    operations.index(root)
+    answer = gate.hook_output(gate.run(root, b"miso"))
+    receipt = json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
+    title = receipt["route"]["results"][0]["title"]
+    assert len(title) == gate.MAX_TITLE_CHARS and title.endswith("…")
+
+
+@pytest.mark.parametrize("stdin, code", [
+    ("not json", "hook_input_invalid"),
+    ('{"prompt": "a", "prompt": "b"}', "hook_input_invalid"),
+    ("[]", "hook_input_invalid"),
+    ('{"session_id": "s"}', "hook_input_invalid"),
+    ('{"prompt": 42}', "hook_input_invalid"),
+    ('{"prompt": "kimchi", "hook_event_name": "PreToolUse"}', "hook_event_unsupported"),
+    ('{"prompt": "\\ud800"}', "turn_not_utf8"),
+    (json.dumps({"prompt": "k" * (MAX_TURN_BYTES + 1)}), "turn_too_large"),
+])
+def test_hook_format_blocks_on_bad_input(shared_example, stdin, code):
+    exit_code, answer, _, _ = run_gate(shared_example, stdin, "--format", "claude-code")
+    assert exit_code == 0  # hosts act on the JSON only at exit 0: the block is in the JSON
+    assert set(answer) == {"decision", "reason"} and answer["decision"] == "block"
+    assert f"[{code}]" in answer["reason"]
+
+
+def test_hook_input_over_its_bound_blocks(shared_example):
+    stdin = b" " * (gate.MAX_HOOK_BYTES + 1)
+    _, answer, _, _ = run_gate(shared_example, stdin, "--format", "codex")
+    assert "[hook_input_too_large]" in answer["reason"]
+
+
+def test_hook_blank_prompt_is_a_noop_context(shared_example):
+    _, answer, _, _ = run_gate(shared_example, hook_input("  "), "--format", "claude-code")
+    receipt = json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
+    assert receipt["status"] == "noop"
+
+
+# --- the lean path and the typer command agree ----------------------------------------------
+
+
+@pytest.mark.parametrize("stdin, options", [
+    ("kimchi fridge", []),
+    ("kimchi", ["--limit", "2", "--json"]),
+    ("   ", ["--format=receipt"]),
+    (hook_input("drip pressure"), ["--format", "claude-code", "--limit=3"]),
+])
+def test_lean_and_typer_paths_print_the_same(shared_example, stdin, options):
+    lean = run_gate(shared_example, stdin, *options)
+    full = run_gate(shared_example, stdin, *options, entry="typer")
+    assert lean[0] == full[0] and lean[2] == full[2]
+
+
+def test_the_lean_path_imports_neither_typer_nor_rich_nor_pydantic(shared_example):
+    probe = ("import sys\nfrom memory_forest.entry import main\n"
+             "try:\n    main(['gate', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+             "heavy = [m for m in ('typer', 'click', 'rich', 'pydantic', 'frontmatter', "
+             "'markdown_it') if m in sys.modules]\nsys.stderr.write(repr(heavy))\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(shared_example)], input=b"kimchi",
+                          capture_output=True, timeout=60)
+    assert json.loads(done.stdout)["status"] == "evidence_found"
+    assert done.stderr.decode() == "[]"
+
+
+def test_help_and_malformed_gate_lines_fall_through_to_typer(shared_example):
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "gate", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "--format" in done.stdout and "--limit" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "--json", "gate",
+                           str(shared_example), "--limit", "many"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "usage_error"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["gate", "R"], {"root": "R", "format": "receipt", "limit": 5}),
+    (["--json", "gate", "R", "--limit", "3"], {"root": "R", "format": "receipt", "limit": 3}),
+    (["gate", "--format=codex", "R", "--json"], {"root": "R", "format": "codex", "limit": 5}),
+    (["gate", "R", "--format", "claude-code", "--limit=7"],
+     {"root": "R", "format": "claude-code", "limit": 7}),
+])
+def test_lean_parser_accepts_plain_complete_lines(args, expected):
+    assert gate.lean_args(args) == expected
+
+
+@pytest.mark.parametrize("args", [
+    ["gate"], ["gate", "--help"], ["gate", "R", "--help"], ["gate", "R", "S"],
+    ["gate", "R", "--limit"], ["gate", "R", "--limit", "x"], ["gate", "R", "--limit", "1",
+                                                             "--limit", "2"],
+    ["gate", "R", "--verbose"], ["gate", "R", "-n", "3"], ["gate", "--", "R"], ["route", "R", "q"],
+    [], ["gate", ""],
+])
+def test_lean_parser_leaves_everything_else_to_typer(args):
+    assert gate.lean_args(args) is None
+
+
+def test_typer_gate_command_and_lean_parser_share_one_option_table():
+    import typer
+
+    from memory_forest.cli import app
+
+    command = typer.main.get_command(app).commands["gate"]
+    options = {param.name: param for param in command.params if param.name != "root"}
+    assert set(options) == set(gate.OPTIONS)
+    for name, (kind, default) in gate.OPTIONS.items():
+        assert options[name].opts == [f"--{name}"] and not options[name].secondary_opts
+        assert options[name].default == default
+        assert type(options[name].type.convert(str(default), None, None)) is kind
+
+
+def test_env_does_not_change_gate_output(shared_example):
+    env = dict(os.environ, COLUMNS="20", NO_COLOR="1", TERM="dumb")
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "gate", str(shared_example)],
+                          input=b"kimchi", capture_output=True, env=env, timeout=60)
+    assert json.loads(done.stdout)["status"] == "evidence_found"
