@@ -52,44 +52,22 @@ def _global(
 
 
 def _emit(operation: str, call: Callable[[], dict[str, Any]]) -> None:
-    """Run one library call and print its result; exit 0 when ok, else 1 (2 for usage)."""
-    from .errors import ForestError
+    """Run one library call through the edge; exit 0 when ok, else 1 (2 for usage)."""
+    from .edge import run
 
-    try:
-        outcome = call()
-    except ForestError as exc:
-        outcome = _failure(operation, exc.to_dict())
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        outcome = _failure(operation, {"code": "interrupted", "message": "interrupted",
-                                       "details": {}})
-        code = 130
-    except Exception as exc:  # the edge: never a traceback, only the class name
-        outcome = _failure(operation, {"code": "internal_error",
-                                       "message": f"unexpected {type(exc).__name__}",
-                                       "details": {"class": type(exc).__name__}})
-        code = 1
-    else:
-        code = 0 if outcome.get("ok") else 1
-    _print(outcome)
-    raise typer.Exit(code)
+    raise typer.Exit(run(operation, call, _state["json"]))
 
 
 def _failure(operation: str, error: dict[str, Any]) -> dict[str, Any]:
-    from .operations import result
+    from .edge import failure
 
-    return result(operation, ok=False, error=error)
+    return failure(operation, error)
 
 
 def _print(outcome: dict[str, Any]) -> None:
-    if _state["json"]:
-        from .jsonio import dumps
+    from .edge import emit
 
-        sys.stdout.write(dumps(outcome) + "\n")
-    else:
-        from .render import render
-
-        render(outcome)
+    emit(outcome, _state["json"])
 
 
 # --- forest core ----------------------------------------------------------------------------
@@ -202,14 +180,20 @@ def search(
                                             include_body=include_body))
 
 
+# The retrieve command's option table, shared with the lean parser of ``entry.main``.
+from .retrieve import CLI_OPTIONS as _RETRIEVE  # noqa: E402
+
+
 @app.command()
 def retrieve(
     root: Root,
     query: Query,
-    limit: Limit = 10,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", help="At most this many trails (1-100).")
+    ] = _RETRIEVE["limit"][1],
     query_plan: Annotated[
         str | None, typer.Option("--query-plan", help="QueryPlan JSON file, or - for stdin.")
-    ] = None,
+    ] = _RETRIEVE["query-plan"][1],
 ) -> None:
     """Root-first trails XLTM -> LTM -> MTM -> STM, re-hashed against the files.
 
@@ -217,15 +201,7 @@ def retrieve(
     """
     from . import retrieve as retrieval
 
-    def run() -> dict[str, Any]:
-        plan = None
-        if query_plan is not None:
-            from . import queryplan
-
-            plan = queryplan.load(query_plan)
-        return retrieval.retrieve(root, query, limit=limit, plan=plan)
-
-    _emit("retrieve", run)
+    _emit("retrieve", lambda: retrieval.retrieve_command(root, query, limit, query_plan))
 
 
 class _progress:

@@ -2,11 +2,12 @@
 
 A hook starts ``memory-forest gate`` on every agent turn, so its start-up
 time is paid on every turn. Importing ``cli`` imports typer (and click), which
-alone costs more than the whole lookup; this module recognizes a plain gate
-command line with ``gate.lean_args`` and runs ``gate.run_process`` without
-that import. Any other command line, and any gate command line the lean
-parser does not fully understand (``--help``, a typo, a missing value), goes
-to ``cli.main`` unchanged, where typer parses it and reports errors.
+alone costs more than the whole lookup; this module recognizes plain gate and
+retrieve command lines (``lean.parse``, through ``gate.lean_args`` and
+``retrieve.lean_args``) and runs them without that import. Any other command
+line, and any such line the lean parser does not fully understand (``--help``,
+a typo, a missing value), goes to ``cli.main`` unchanged, where typer parses
+it and reports errors.
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ def main(argv: list[str] | None = None) -> None:
         options = gate.lean_args(args)
         if options is not None:
             sys.exit(gate.run_process(**options))
+    if "retrieve" in args[:2]:
+        from . import retrieve
+
+        options = retrieve.lean_args(args)
+        if options is not None:
+            from .edge import run
+
+            sys.exit(run("retrieve", lambda: retrieve.retrieve_command(**options),
+                         json_mode="--json" in args))
     from .cli import main as cli_main
 
     cli_main(args)

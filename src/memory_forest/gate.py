@@ -318,38 +318,7 @@ def run_process(root: str, format: str = OPTIONS["format"][1], limit: int = OPTI
 
 
 def lean_args(args: list[str]) -> dict[str, Any] | None:
-    """Options for ``run_process`` when ``args`` is a plain, complete gate command line.
+    """Options for ``run_process`` when ``args`` is a plain, complete gate command line."""
+    from .lean import parse
 
-    Accepts ``gate ROOT`` with the options of ``OPTIONS`` as ``--name value`` or
-    ``--name=value`` (each at most once) and ``--json`` anywhere. Anything else
-    (``--help``, an unknown or repeated option, a missing value, ``--``) returns
-    None so the full command line parser handles it, errors included.
-    """
-    args = [arg for arg in args if arg != "--json"]
-    if not args or args[0] != "gate":
-        return None
-    values: dict[str, Any] = {}
-    root = None
-    rest = iter(args[1:])
-    for arg in rest:
-        if arg.startswith("--"):
-            name, has_value, value = arg[2:].partition("=")
-            if name not in OPTIONS or name in values:
-                return None
-            if not has_value:
-                value = next(rest, None)
-                if value is None:
-                    return None
-            kind = OPTIONS[name][0]
-            try:
-                values[name] = kind(value)
-            except ValueError:
-                return None
-        elif arg.startswith("-") or root is not None or not arg:
-            return None
-        else:
-            root = arg
-    if root is None:
-        return None
-    return {"root": root, **{name: values.get(name, default)
-                             for name, (_, default) in OPTIONS.items()}}
+    return parse(args, "gate", ("root",), OPTIONS)

@@ -35,6 +35,13 @@ PROBE_WEIGHT = 0.5  # a caller's extra probe is weaker evidence than the user's 
 COMMON_SHARE = 0.05  # a term in more than this share of documents is "common" ...
 COMMON_MIN_DOCS = 2000  # ... and in more than this many: small forests score every term
 
+# The retrieve command's options: name -> (type, default). The typer command and the
+# lean per-turn parser (``lean.parse``) are both built from this one table.
+CLI_OPTIONS: dict[str, tuple[type, Any]] = {
+    "limit": (int, DEFAULT_LIMIT),
+    "query-plan": (str, None),
+}
+
 _NODE_COLUMNS = ("rowid", "path", "layer", "layer_number", "title", "doc_id", "status",
                  "sha256", "size", "mtime_ns", "parent_path")
 _SELECT_NODE = ", ".join(f"d.{column}" for column in _NODE_COLUMNS)
@@ -324,6 +331,24 @@ def _base_scores(con: sqlite3.Connection, terms: list[str], depth: int,
         if row[_PATH] in found:
             found[row[_PATH]][1] = score
     return found
+
+
+def retrieve_command(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
+                     query_plan: str | None = None) -> dict[str, Any]:
+    """``retrieve`` as the command line has it: a QueryPlan given as a file or ``-``."""
+    plan = None
+    if query_plan is not None:
+        from . import queryplan
+
+        plan = queryplan.load(query_plan)
+    return retrieve(root, query, limit=limit, plan=plan)
+
+
+def lean_args(args: list[str]) -> dict[str, Any] | None:
+    """Arguments for ``retrieve_command`` when ``args`` is a plain retrieve command line."""
+    from .lean import parse
+
+    return parse(args, "retrieve", ("root", "query"), CLI_OPTIONS)
 
 
 def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:

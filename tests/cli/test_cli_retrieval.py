@@ -253,3 +253,60 @@ def test_doctor_reports_the_index_state(tmp_path):
     code, outcome, _ = run_json("doctor", str(root))
     assert code == 0
     assert outcome["index"] == {"state": "stale", "changed": 1, "deleted": 0, "documents": 4}
+
+
+# --- the lean per-turn path ------------------------------------------------------------------
+
+
+def test_typer_retrieve_and_the_lean_parser_share_one_option_table():
+    import typer
+
+    from memory_forest.cli import app
+    from memory_forest.retrieve import CLI_OPTIONS
+
+    command = typer.main.get_command(app).commands["retrieve"]
+    options = {param.name: param for param in command.params
+               if param.name not in ("root", "query")}
+    assert {name.replace("_", "-") for name in options} == set(CLI_OPTIONS)
+    for name, (_kind, default) in CLI_OPTIONS.items():
+        param = options[name.replace("-", "_")]
+        assert f"--{name}" in param.opts and param.default == default
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["retrieve", "R", "kimchi"], {"root": "R", "query": "kimchi", "limit": 10,
+                                   "query_plan": None}),
+    (["--json", "retrieve", "R", "two words", "--limit=3", "--query-plan", "-"],
+     {"root": "R", "query": "two words", "limit": 3, "query_plan": "-"}),
+])
+def test_lean_retrieve_parser_accepts_plain_lines(args, expected):
+    from memory_forest.retrieve import lean_args
+
+    assert lean_args(args) == expected
+
+
+@pytest.mark.parametrize("args", [
+    ["retrieve", "R"], ["retrieve", "R", "q", "--help"], ["retrieve", "R", "q", "-n", "3"],
+    ["retrieve", "R", "q", "extra"], ["retrieve", "R", "q", "--limit", "x"],
+    ["retrieve", "R", "--", "-q"], ["route", "R", "q"],
+])
+def test_lean_retrieve_parser_leaves_everything_else_to_typer(args):
+    from memory_forest.retrieve import lean_args
+
+    assert lean_args(args) is None
+
+
+def test_lean_and_typer_paths_print_the_same_answer(shared_example):
+    lean = subprocess.run([sys.executable, "-m", "memory_forest", "retrieve",
+                           str(shared_example), "kimchi", "--json"],
+                          capture_output=True, text=True, timeout=60)
+    full = subprocess.run([sys.executable, "-m", "memory_forest", "retrieve",
+                           str(shared_example), "kimchi", "-n", "10", "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert lean.returncode == full.returncode == 0
+    assert json.loads(lean.stdout) == json.loads(full.stdout)
+    failed = subprocess.run([sys.executable, "-m", "memory_forest", "retrieve",
+                             str(shared_example), "?!", "--json"],
+                            capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout)["error"]["code"] == "query_not_searchable"

@@ -1,0 +1,55 @@
+"""The one place where a library call becomes output and an exit code.
+
+Every command, whether parsed by typer (``cli``) or by the lean per-turn
+parser (``entry``), ends here: a result is printed as one JSON object or
+rendered for a person; a ``ForestError`` becomes one failure object with its
+stable code; anything unexpected is reported by class only, never as a
+traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> int:
+    """Run one library call, print its outcome, and return the exit code (0, 1, 2 or 130)."""
+    from .errors import ForestError
+
+    try:
+        outcome = call()
+    except ForestError as exc:
+        outcome = failure(operation, exc.to_dict())
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        outcome = failure(operation, {"code": "interrupted", "message": "interrupted",
+                                      "details": {}})
+        code = 130
+    except Exception as exc:  # the edge: never a traceback, only the class name
+        outcome = failure(operation, {"code": "internal_error",
+                                      "message": f"unexpected {type(exc).__name__}",
+                                      "details": {"class": type(exc).__name__}})
+        code = 1
+    else:
+        code = 0 if outcome.get("ok") else 1
+    emit(outcome, json_mode)
+    return code
+
+
+def failure(operation: str, error: dict[str, Any]) -> dict[str, Any]:
+    from .operations import result
+
+    return result(operation, ok=False, error=error)
+
+
+def emit(outcome: dict[str, Any], json_mode: bool) -> None:
+    if json_mode:
+        from .jsonio import dumps
+
+        sys.stdout.write(dumps(outcome) + "\n")
+    else:
+        from .render import render
+
+        render(outcome)
