@@ -1,0 +1,59 @@
+"""``apply-daily``: add entries to the Daily record of one date.
+
+Each entry becomes a ``## <entry_id>`` section (a stable anchor that
+``sources`` can cite as ``05 daily/YYYY-MM-DD.md#<entry_id>``) holding the
+inert summary and a ``Sources:`` line naming each ISTM event as a plain
+path in backticks (Daily holds no wikilinks). Every cited event must exist,
+and an entry id is unique across all Daily records.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import ForestError
+from . import parents, plans
+from .markdown import document, edit_frontmatter, inert
+from .transaction import Stage, run
+
+
+def entry_section(entry_id: str, summary: str, pointers: list[str]) -> str:
+    sources = ", ".join(f"`{pointer}`" for pointer in pointers)
+    return f"## {entry_id}\n\n{inert(summary.strip())}\n\nSources: {sources}"
+
+
+def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
+    plan = plans.load("daily", source)
+
+    def prepare(stage: Stage) -> None:
+        events = stage.view.event_paths()
+        known = stage.view.entry_paths()
+        sections = []
+        for entry in plan.entries:
+            if entry.entry_id in known:
+                raise ForestError("daily_entry_exists", "a Daily entry with this id exists",
+                                  {"entry_id": entry.entry_id, "path": known[entry.entry_id][0]})
+            missing = [rid for rid in entry.source_record_ids if rid not in events]
+            if missing:
+                raise ForestError("daily_source_missing", "an entry cites ISTM events that do "
+                                  "not exist", {"entry_id": entry.entry_id,
+                                                "event_ids": missing[:20]})
+            sections.append(entry_section(entry.entry_id, entry.summary, [
+                f"{events[rid]}#{rid}" for rid in entry.source_record_ids]))
+        path = f"05 daily/{plan.date}.md"
+        text = stage.text(path)
+        block = "\n\n".join(sections)
+        if text is None:
+            title = f"Daily {plan.date}"
+            meta = parents.new_meta(stage, "daily", title)
+            stage.put(path, document(meta, title, None, block))
+        else:
+            text = edit_frontmatter(text, {"updated": stage.now}) if text.startswith("---") \
+                else text
+            stage.put(path, text.rstrip("\n") + "\n\n" + block + "\n")
+        stage.details.update({"path": path, "created": text is None,
+                              "entries": [entry.entry_id for entry in plan.entries]})
+
+    return run(root, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
+               prepare, wait)

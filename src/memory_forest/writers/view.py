@@ -1,0 +1,206 @@
+"""What a writer sees: the canonical files it depends on, read from disk, and the index.
+
+A writer never re-reads the whole forest (at 10,000 documents that alone
+costs a second). It reads from disk every file it changes, every parent it
+links to and every child it lists; it re-checks against the disk the layers
+it draws identifiers from (ISTM for event ids, Daily for entry ids, layers
+01-04 for a sweep's snapshot); and for everything else it relies on the
+index, which every writer keeps current for what it touches and which was
+built only from a forest that validated and audited.
+
+Files of a re-checked layer that differ from their index row are "stale":
+their fresh facts replace the row's, they are checked with the staged files,
+and the index update re-describes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from pathlib import Path
+from typing import Any
+
+from .. import index
+from ..config import Config, load_config
+from ..documents import Facts, read_facts, sha256_hex
+from ..errors import ForestError
+from ..layers import BY_KEY, LAYERS
+from ..routes import Route, parse_route
+from ..safety import read_regular, walk
+
+
+class View:
+    def __init__(self, root: Path, config: Config | None = None) -> None:
+        self.root = root
+        self.config = config or load_config(root)
+        self.max_bytes = self.config.limits["max_file_bytes"]
+        self.con: sqlite3.Connection | None = index.connect(root)
+        self.built_at = index.built_at_ns(self.con)
+        self._bytes: dict[str, bytes | None] = {}
+        self._facts: dict[str, Facts | None] = {}
+        self.stale: dict[str, Facts | None] = {}  # re-checked files that differ from the index
+        self._layer_facts: dict[str, dict[str, Facts]] = {}
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    # --- single files, always from disk ---
+
+    def read(self, path: str) -> bytes | None:
+        if path not in self._bytes:
+            try:
+                self._bytes[path] = read_regular(self.root, path, self.max_bytes)
+            except ForestError as exc:
+                if exc.code != "not_found":
+                    raise
+                self._bytes[path] = None
+        return self._bytes[path]
+
+    def text(self, path: str) -> str | None:
+        data = self.read(path)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ForestError("forest_invalid", "a file the write depends on is not UTF-8",
+                              {"path": path}) from None
+
+    def exists(self, path: str) -> bool:
+        return self.read(path) is not None
+
+    def facts(self, path: str) -> Facts | None:
+        if path not in self._facts:
+            data = self.read(path)
+            self._facts[path] = None if data is None else read_facts(
+                parse_route(path), data, 0, self.config.limits["max_links_per_document"])[0]
+        return self._facts[path]
+
+    def title(self, path: str) -> str:
+        facts = self.facts(path)
+        return facts.title if facts is not None else path.rsplit("/", 1)[-1][:-3]
+
+    def listdir(self, rel_dir: str) -> list[str]:
+        """Names in a directory of the forest (regular files and directories only)."""
+        try:
+            with os.scandir(self.root / rel_dir) as entries:
+                return sorted(e.name for e in entries
+                              if not stat.S_ISLNK(e.stat(follow_symlinks=False).st_mode))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    # --- the index, for what the writer does not re-check ---
+
+    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        assert self.con is not None
+        return self.con.execute(sql, args).fetchall()
+
+    def paths_with_ids(self, ids: set[str]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        items = sorted(ids)
+        for start in range(0, len(items), 500):
+            chunk = items[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for doc_id, path in self._query(
+                    f"SELECT doc_id, path FROM docs WHERE doc_id IN ({marks})", tuple(chunk)):
+                found.setdefault(doc_id, []).append(path)
+        return found
+
+    def counts(self) -> tuple[int, int]:
+        files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM docs")[0]
+        return files, size
+
+    # --- layers re-checked against the disk ---
+
+    def layer(self, key: str) -> dict[str, Facts]:
+        """Facts of every file of one layer, as the disk has them now.
+
+        Index rows are used where size and mtime match and the mtime is older
+        than the last full build's racy window; anything else is re-read, and
+        if it differs from its row it becomes stale.
+        """
+        if key in self._layer_facts:
+            return self._layer_facts[key]
+        layer = BY_KEY[key]
+        rows = {path: Facts.from_dict(json.loads(facts)) for path, facts in self._query(
+            "SELECT path, facts FROM docs WHERE layer_number = ?", (layer.number,))}
+        listing = walk(self.root, self.config.limits, under=layer.dirname)
+        if listing.issues:
+            issue = listing.issues[0]
+            raise ForestError("forest_invalid", "a layer the write depends on has a problem; "
+                              "run 'memory-forest validate ROOT'",
+                              {"path": issue.path, "code": issue.code})
+        found: dict[str, Facts] = {}
+        racy_after = self.built_at - index.RACY_WINDOW_NS
+        for entry in listing.files:
+            row = rows.pop(entry.path, None)
+            if row is not None and (row.size, row.mtime_ns) == (entry.size, entry.mtime_ns) \
+                    and entry.mtime_ns < racy_after:
+                found[entry.path] = row
+                continue
+            data = self.read(entry.path)
+            if data is None:
+                continue
+            if row is not None and row.sha256 == sha256_hex(data) and row.size == len(data):
+                found[entry.path] = row
+                if row.mtime_ns != entry.mtime_ns:
+                    self.stale[entry.path] = row  # same bytes, new mtime: refresh the row
+                continue
+            try:
+                route = parse_route(entry.path)
+            except ForestError as exc:
+                raise ForestError("forest_invalid", "a file the write depends on is not "
+                                  "canonical; run 'memory-forest validate ROOT'",
+                                  {"path": entry.path, "code": exc.code}) from None
+            facts = read_facts(route, data, entry.mtime_ns,
+                               self.config.limits["max_links_per_document"])[0]
+            found[entry.path] = self.stale[entry.path] = facts
+        for gone in rows:
+            self.stale[gone] = None
+        self._layer_facts[key] = found
+        return found
+
+    def event_paths(self) -> dict[str, str]:
+        """Every ISTM event id -> the file holding it (re-checked against the disk)."""
+        return {event_id: path for path, facts in sorted(self.layer("istm").items())
+                for event_id in facts.event_ids}
+
+    def entry_paths(self) -> dict[str, list[str]]:
+        """Every Daily entry id (``##`` anchor) -> the Daily files holding it."""
+        found: dict[str, list[str]] = {}
+        for path, facts in sorted(self.layer("daily").items()):
+            for anchor in facts.anchors:
+                found.setdefault(anchor, []).append(path)
+        return found
+
+    def structured_hashes(self) -> dict[str, str]:
+        """sha256 of every XLTM/LTM/MTM/STM file as it is on disk now."""
+        return {path: facts.sha256 for layer in LAYERS if layer.structured
+                for path, facts in self.layer(layer.key).items()}
+
+
+def snapshot_sha256(hashes: dict[str, str]) -> str:
+    """One hash over every structured path and its hash (what a sweep plan binds)."""
+    lines = "".join(f"{path}\t{sha}\n" for path, sha in sorted(hashes.items()))
+    return sha256_hex(lines.encode("utf-8"))
+
+
+def routes_of(paths: list[str] | set[str]) -> dict[str, Route]:
+    return {path: parse_route(path) for path in paths}
+
+
+def dump(value: Any) -> Any:
+    """Frontmatter values made JSON-safe (YAML dates become their ISO text)."""
+    import datetime as dt
+
+    if isinstance(value, dict):
+        return {str(k): dump(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [dump(v) for v in value]
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return value
