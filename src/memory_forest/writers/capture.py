@@ -54,12 +54,15 @@ REDACTION_RULES: dict[str, str] = {
 }
 _REDACT = re.compile("|".join(f"(?P<{name}>{pattern})"
                               for name, pattern in REDACTION_RULES.items()))
+# Every rule needs one of these literals; testing for them first keeps clean text cheap.
+_TRIGGERS = re.compile(rf"(?i:PRIVATE KEY|eyJ|bearer|sk-|gh[pousr]_|github_pat_|xox|AKIA|ASIA|"
+                       rf"{_KEYWORDS})")
 
 
 def redact(value: Any, counts: dict[str, int]) -> Any:
     """``value`` with credential-shaped strings replaced, counting per rule."""
     if isinstance(value, str):
-        if not _REDACT.search(value):
+        if not _TRIGGERS.search(value):
             return value
 
         def marker(match: re.Match[str]) -> str:
@@ -214,7 +217,13 @@ def stage_events(stage: Stage, events: list[dict[str, Any]]
         before = stage.read(shard) or b""
         if before and not before.endswith(b"\n"):
             before += b"\n"
-        stage.put(shard, before + "".join(lines).encode("utf-8"))
+        data = before + "".join(lines).encode("utf-8")
+        limit = stage.view.config.limits["max_file_bytes"]
+        if len(data) > limit:
+            raise ForestError("istm_shard_full", f"today's ISTM shard would exceed "
+                              f"max_file_bytes ({limit}); raise the limit in forest.json",
+                              {"path": shard, "size": len(data)})
+        stage.put(shard, data)
     summary = {"shard": shard if lines else None, "event_ids": ids, "captured": len(lines),
                "duplicates": duplicates, "captured_at": captured_at, "redactions": counts}
     return summary, records

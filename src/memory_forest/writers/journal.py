@@ -18,6 +18,8 @@ The rule recovery follows:
   (renaming ``before-N``, the original inode, over it: same bytes, mode and
   mtime), files that did not exist are removed, created directories that are
   empty again are removed.
+- state ``rolling_back`` (a handled failure began to undo the transaction):
+  **roll back**, as for ``prepared``.
 - state ``written`` (every canonical file is in place and fsynced): **roll
   forward**. Any file still missing its after-image gets it, and the index
   update and the receipt, which are idempotent, are done again.
@@ -30,6 +32,7 @@ from a run that never changed a canonical byte.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -49,16 +52,21 @@ MANIFEST = "manifest.json"
 FORMAT = 1
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 
-# --- test hook -------------------------------------------------------------------------------
-# MEMORY_FOREST_TEST_CRASH_AT=<step> makes the process SIGKILL itself when it reaches
-# that step, so tests can prove recovery from a crash at every point of a transaction.
+# --- test hooks ------------------------------------------------------------------------------
+# For tests only, never set in use. MEMORY_FOREST_TEST_CRASH_AT=<step> makes the process
+# SIGKILL itself when it reaches that step (recovery must finish or undo the write);
+# MEMORY_FOREST_TEST_FAIL_AT=<step>[,<step>...] raises an OSError there instead (the
+# writer itself must undo it).
 # Steps: staged, journaled, writing, written, indexed, receipted, recovering.
 CRASH_ENV = "MEMORY_FOREST_TEST_CRASH_AT"
+FAIL_ENV = "MEMORY_FOREST_TEST_FAIL_AT"
 
 
 def crash_point(step: str) -> None:
     if os.environ.get(CRASH_ENV) == step:
         os.kill(os.getpid(), signal.SIGKILL)
+    if step in os.environ.get(FAIL_ENV, "").split(","):
+        raise OSError(errno.EIO, f"injected failure at {step}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,21 +100,24 @@ def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, by
     state_dir = root / STATE_DIR
     staging = state_dir / f"{STAGING_PREFIX}{os.urandom(6).hex()}"
     mkdir_private(staging)
-    entries = []
-    for slot, path in enumerate(sorted(changes)):
-        before, after = befores.get(path), changes[path]
-        if before is not None:
-            _keep_before(root / path, staging / f"before-{slot}", before)
-        write_private(staging / f"after-{slot}", after)
-        entries.append({"path": path, "slot": slot, "after": _image(after),
-                        "before": None if before is None else _image(before)})
-    crash_point("staged")
-    manifest = {"format": FORMAT, "transaction_id": transaction_id, "operation": operation,
-                "state": "prepared", "entries": entries, "dirs": new_dirs, "draft": draft}
-    write_private(staging / MANIFEST, dumps(manifest).encode())
-    os.rename(staging, state_dir / JOURNAL)
+    try:
+        entries = []
+        for slot, path in enumerate(sorted(changes)):
+            before, after = befores.get(path), changes[path]
+            if before is not None:
+                _keep_before(root / path, staging / f"before-{slot}", before)
+            write_private(staging / f"after-{slot}", after)
+            entries.append({"path": path, "slot": slot, "after": _image(after),
+                            "before": None if before is None else _image(before)})
+        crash_point("staged")
+        manifest = {"format": FORMAT, "transaction_id": transaction_id, "operation": operation,
+                    "state": "prepared", "entries": entries, "dirs": new_dirs, "draft": draft}
+        write_private(staging / MANIFEST, dumps(manifest).encode())
+        os.rename(staging, state_dir / JOURNAL)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     fsync_dir(state_dir)
-    crash_point("journaled")
     return Journal(root, manifest)
 
 
@@ -154,8 +165,15 @@ def finish(journal: Journal) -> None:
 
 
 def rollback(journal: Journal, max_bytes: int) -> None:
-    """Give every touched path its before-image back; remove directories we created."""
+    """Give every touched path its before-image back; remove directories we created.
+
+    The state becomes ``rolling_back`` first, so that a recovery after a crash
+    in here goes on undoing (the after-images may already be gone).
+    """
     root = journal.root
+    if journal.manifest["state"] != "rolling_back":
+        journal.manifest["state"] = "rolling_back"
+        journal._save()
     for number, entry in enumerate(reversed(journal.entries)):
         target = root / entry["path"]
         current = _current_sha(root, entry["path"], max_bytes)

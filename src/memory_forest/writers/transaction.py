@@ -140,6 +140,7 @@ def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
     active = journal.begin(root, txid, operation, staged, befores,
                            list(stage.new_dirs), draft)
     try:
+        journal.crash_point("journaled")
         journal.apply(active)
         summary = index.update_paths(root, [*staged, *refresh])
         journal.crash_point("indexed")
