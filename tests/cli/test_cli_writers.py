@@ -45,7 +45,7 @@ def test_capture_from_stdin_prints_one_receipt(example_forest):
 
 
 def test_capture_human_output_names_the_shard_and_redactions(example_forest):
-    event = dict(EVENT, payload={"text": "password=hunter22"})
+    event = dict(EVENT, payload={"text": "password=hunter22"})  # release-audit: allow
     proc = run_stdin(json.dumps(event), "capture", example_forest, "-")
     assert proc.returncode == 0
     assert "capture committed: transaction tx-" in proc.stdout
