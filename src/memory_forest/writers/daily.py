@@ -14,13 +14,14 @@ from typing import Any
 
 from ..errors import ForestError
 from . import parents, plans
-from .markdown import document, edit_frontmatter, inert
+from .markdown import clean_text, document, edit_frontmatter, inert
 from .transaction import Stage, run
 
 
 def entry_section(entry_id: str, summary: str, pointers: list[str]) -> str:
     sources = ", ".join(f"`{pointer}`" for pointer in pointers)
-    return f"## {entry_id}\n\n{inert(summary.strip())}\n\nSources: {sources}"
+    text = clean_text(summary, "summary", "plan_summary").strip("\n")
+    return f"## {entry_id}\n\n{inert(text)}\n\nSources: {sources}"
 
 
 def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from ..documents import sha256_hex
 from ..errors import ForestError
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..layers import STATE_DIR
-from ..safety import fsync_dir, mkdir_private, read_regular, write_private
+from ..safety import FILE_MODE, fsync_dir, mkdir_private, read_regular, write_private
 
 JOURNAL = "journal"
 STAGING_PREFIX = "journal-staging-"
@@ -101,24 +101,40 @@ def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, by
     staging = state_dir / f"{STAGING_PREFIX}{os.urandom(6).hex()}"
     mkdir_private(staging)
     try:
+        # The staging directory is new and private, and appears as journal/ only by the
+        # rename below: its files need their bytes on disk, not renames of their own.
         entries = []
         for slot, path in enumerate(sorted(changes)):
             before, after = befores.get(path), changes[path]
             if before is not None:
                 _keep_before(root / path, staging / f"before-{slot}", before)
-            write_private(staging / f"after-{slot}", after)
+            _write_new(staging / f"after-{slot}", after)
             entries.append({"path": path, "slot": slot, "after": _image(after),
                             "before": None if before is None else _image(before)})
         crash_point("staged")
         manifest = {"format": FORMAT, "transaction_id": transaction_id, "operation": operation,
                     "state": "prepared", "entries": entries, "dirs": new_dirs, "draft": draft}
-        write_private(staging / MANIFEST, dumps(manifest).encode())
+        _write_new(staging / MANIFEST, dumps(manifest).encode())
+        fsync_dir(staging)
         os.rename(staging, state_dir / JOURNAL)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     fsync_dir(state_dir)
     return Journal(root, manifest)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (0600 from the start) with ``data`` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _image(data: bytes) -> dict[str, Any]:
@@ -133,7 +149,7 @@ def _keep_before(target: Path, keep: Path, data: bytes) -> None:
     except OSError:
         pass
     st = os.lstat(target)
-    write_private(keep, data)
+    _write_new(keep, data)
     os.utime(keep, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
@@ -144,24 +160,29 @@ def apply(journal: Journal) -> None:
         if not os.path.lexists(root / rel):
             mkdir_private(root / rel)
             fsync_dir((root / rel).parent)
+    parents: dict[Path, None] = {}
     for number, entry in enumerate(journal.entries):
         target = root / entry["path"]
         os.rename(journal.dir / f"after-{entry['slot']}", target)
-        fsync_dir(target.parent)
+        parents[target.parent] = None
         if number == 0:
             crash_point("writing")
-    fsync_dir(journal.dir)
+    for parent in parents:  # every rename durable before the state says so
+        fsync_dir(parent)
     journal.manifest["state"] = "written"
     journal._save()
     crash_point("written")
 
 
 def finish(journal: Journal) -> None:
-    """Remove the journal: the manifest first, so a half-removed journal is plain debris."""
+    """Remove the journal: the manifest first, so a half-removed journal is plain debris.
+
+    No fsync here: if a power loss brought a finished journal back, its state is
+    ``written`` and rolling it forward again is a no-op (the files, the index rows
+    and the receipt are already what it describes).
+    """
     (journal.dir / MANIFEST).unlink()
-    fsync_dir(journal.dir)
     shutil.rmtree(journal.dir)
-    fsync_dir(journal.dir.parent)
 
 
 def rollback(journal: Journal, max_bytes: int) -> None:

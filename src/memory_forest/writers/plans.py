@@ -243,7 +243,7 @@ def reject(code: str, message: str, loc: str | None = None) -> ForestError:
 
 
 def _check_text(data: Any, loc: str = "") -> None:
-    """No control characters (other than newline and tab) and only NFC text, anywhere."""
+    """No control characters (other than line ends and tab) and only NFC text, anywhere."""
     if isinstance(data, dict):
         for key, value in data.items():
             _check_text(value, f"{loc}.{key}" if loc else key)
@@ -251,7 +251,7 @@ def _check_text(data: Any, loc: str = "") -> None:
         for number, value in enumerate(data):
             _check_text(value, f"{loc}.{number}")
     elif isinstance(data, str):
-        if any(unicodedata.category(ch) == "Cc" and ch not in "\n\t" for ch in data):
+        if any(unicodedata.category(ch) == "Cc" and ch not in "\n\r\t" for ch in data):
             raise reject("plan_control_character", f"'{loc}' holds a control character", loc)
         if unicodedata.normalize("NFC", data) != data:
             raise reject("plan_not_nfc", f"'{loc}' must be NFC-normalized", loc)

@@ -50,13 +50,13 @@ def request_sha256(operation: str, request: Any) -> str:
     return sha256_hex(dumps({"operation": operation, "request": request}).encode())
 
 
-def _rel(transaction_id: str) -> str:
+def relpath(transaction_id: str) -> str:
     return f"{STATE_DIR}/{RECEIPTS}/{transaction_id}.json"
 
 
 def load(root: Path, transaction_id: str) -> dict[str, Any] | None:
     try:
-        raw = read_regular(root, _rel(transaction_id), MAX_RECEIPT_BYTES)
+        raw = read_regular(root, relpath(transaction_id), MAX_RECEIPT_BYTES)
     except ForestError as exc:
         if exc.code == "not_found":
             return None
@@ -67,7 +67,7 @@ def load(root: Path, transaction_id: str) -> dict[str, Any] | None:
         data = None
     if not isinstance(data, dict):
         raise ForestError("receipt_corrupt", "a stored receipt is not a JSON object",
-                          {"path": _rel(transaction_id)})
+                          {"path": relpath(transaction_id)})
     return data
 
 
@@ -77,4 +77,4 @@ def complete(draft: dict[str, Any], index_summary: dict[str, Any]) -> dict[str, 
 
 def write(root: Path, receipt: dict[str, Any]) -> None:
     makedirs_private(root, f"{STATE_DIR}/{RECEIPTS}")
-    write_private(root / _rel(receipt["transaction_id"]), (dumps(receipt) + "\n").encode())
+    write_private(root / relpath(receipt["transaction_id"]), (dumps(receipt) + "\n").encode())

@@ -133,7 +133,9 @@ def apply_structured(root: str | Path, source: str, wait: float = 0.0) -> dict[s
 
 
 def _body(change: Any) -> str:
-    return inert(clean_text(change.body, "body", "plan_body")) if change.body.strip() else ""
+    if not change.body.strip():
+        return ""
+    return inert(clean_text(change.body, "body", "plan_body").strip("\n"))
 
 
 def _create(stage: Stage, path: str, change: Any, sources: list[str]) -> None:

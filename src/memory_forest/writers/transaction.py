@@ -54,7 +54,8 @@ class Stage:
             return self.view.title(path)
         from ..documents import read_facts
 
-        return read_facts(parse_route(path), self.changes[path], 0, 1)[0].title
+        limit = self.view.config.limits["max_links_per_document"]
+        return read_facts(parse_route(path), self.changes[path], 0, limit)[0].title
 
     def put(self, path: str, data: str | bytes) -> None:
         self.changes[path] = data.encode("utf-8") if isinstance(data, str) else data
@@ -162,7 +163,7 @@ def _undo(root: Path, active: journal.Journal) -> None:
     try:
         journal.rollback(active, load_config(root).limits["max_file_bytes"])
         index.update_paths(root, active.touched)
-        receipt = receipts._rel(active.manifest["transaction_id"])
+        receipt = receipts.relpath(active.manifest["transaction_id"])
         if (root / receipt).exists():
             (root / receipt).unlink()
         journal.finish(active)

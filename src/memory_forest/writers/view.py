@@ -27,7 +27,7 @@ from ..config import Config, load_config
 from ..documents import Facts, read_facts, sha256_hex
 from ..errors import ForestError
 from ..layers import BY_KEY, LAYERS
-from ..routes import Route, parse_route
+from ..routes import parse_route
 from ..safety import read_regular, walk
 
 
@@ -187,10 +187,6 @@ def snapshot_sha256(hashes: dict[str, str]) -> str:
     """One hash over every structured path and its hash (what a sweep plan binds)."""
     lines = "".join(f"{path}\t{sha}\n" for path, sha in sorted(hashes.items()))
     return sha256_hex(lines.encode("utf-8"))
-
-
-def routes_of(paths: list[str] | set[str]) -> dict[str, Route]:
-    return {path: parse_route(path) for path in paths}
 
 
 def dump(value: Any) -> Any:
