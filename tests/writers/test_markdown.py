@@ -168,3 +168,10 @@ def test_child_link_without_a_list_adds_a_section_at_the_end():
 def test_child_link_under_an_empty_heading():
     out = md.add_child_link("# M\n\n## Leaves\n", "Leaves", "04 stm/t/b/x.md", "X")
     assert out == "# M\n\n## Leaves\n\n- [[04 stm/t/b/x|X]]\n"
+
+
+def test_child_link_joins_a_hand_written_list_of_siblings():
+    text = "# tools\n\n- up - [[02 ltm/w_LTM|w]]\n- down - [[04 stm/w/tools/a|a]]\n\nNotes.\n"
+    out = md.add_child_link(text, "Leaves", "04 stm/w/tools/b.md", "b")
+    assert out == text.replace("[[04 stm/w/tools/a|a]]\n", "[[04 stm/w/tools/a|a]]\n"
+                               "- [[04 stm/w/tools/b|b]]\n")

@@ -149,3 +149,19 @@ def test_frontmatter_the_tool_cannot_edit_refuses_the_append(example_forest):
         remember(example_forest, "kitchen", "fermentation", "zaatar-blend", "Z", "more")
     assert info.value.code == "frontmatter_not_editable"
     assert contents(example_forest) == before
+
+
+def test_a_hand_written_forest_without_frontmatter(reference_forest):
+    rel = "04 stm/workshop/tools/chisel-sharpening.md"
+    old = (reference_forest / rel).read_text(encoding="utf-8")
+    mtm_before = (reference_forest / "03 mtm/workshop/tools.md").read_text(encoding="utf-8")
+    remember(reference_forest, "workshop", "tools", "chisel-sharpening", "x", "Use 1000 grit.")
+    text = (reference_forest / rel).read_text(encoding="utf-8")
+    meta, body, _ = split_frontmatter(text)
+    assert set(meta) == {"updated", "sources"}  # only what the tool had to record
+    assert body.startswith(old)
+    out = remember(reference_forest, "workshop", "tools", "plane", "Plane", "Flatten the sole.")
+    mtm = (reference_forest / "03 mtm/workshop/tools.md").read_text(encoding="utf-8")
+    assert mtm == mtm_before + "- [[04 stm/workshop/tools/plane|Plane]]\n"  # no frontmatter added
+    assert out["created"]
+    assert_whole(reference_forest)

@@ -285,24 +285,32 @@ def replace_body(text: str, body: str) -> str:
 
 
 def add_child_link(text: str, heading: str, path: str, alias: str) -> str:
-    """Add ``- [[child|alias]]`` to the ``## heading`` list, or a new section at the end.
+    """Add ``- [[child|alias]]`` where the document lists its children.
 
-    Only lines are inserted; every existing byte stays where it was.
+    That is the ``## heading`` list if there is one, else the last list item
+    that already links to a sibling (a hand-written ``- down - [[...]]`` list),
+    else a new ``## heading`` section at the end. Only a line is inserted;
+    every existing byte stays where it was.
     """
     line = f"- {wikilink(path, alias)}"
     span = _span(text)
     body_start = span[2] if span else 0
     lines = text[body_start:].split("\n")
     section = next((i for i, item in enumerate(lines) if item.rstrip() == f"## {heading}"), None)
-    if section is None:
-        tail = text.rstrip("\n")
-        return f"{tail}\n\n## {heading}\n\n{line}\n"
-    end = section + 1
-    while end < len(lines) and not re.match(r"#{1,2} ", lines[end]):
-        end += 1
-    last = max((i for i in range(section + 1, end) if lines[i].strip()), default=None)
-    if last is None:
-        lines[section + 1:section + 1] = ["", line]
-    else:
-        lines.insert(last + 1, line)
-    return text[:body_start] + "\n".join(lines)
+    if section is not None:
+        end = section + 1
+        while end < len(lines) and not re.match(r"#{1,2} ", lines[end]):
+            end += 1
+        last = max((i for i in range(section + 1, end) if lines[i].strip()), default=None)
+        if last is None:
+            lines[section + 1:section + 1] = ["", line]
+        else:
+            lines.insert(last + 1, line)
+        return text[:body_start] + "\n".join(lines)
+    siblings = "[[" + link_target(path).rsplit("/", 1)[0] + "/"
+    listed = [i for i, item in enumerate(lines)
+              if item.lstrip()[:1] in ("-", "*", "+") and siblings in item]
+    if listed:
+        lines.insert(listed[-1] + 1, line)
+        return text[:body_start] + "\n".join(lines)
+    return f"{text.rstrip(chr(10))}\n\n## {heading}\n\n{line}\n"
