@@ -169,3 +169,27 @@ def test_a_failure_while_undoing_leaves_the_journal_for_repair(example_forest, m
     assert repaired["journal"] == {"state": "clear"}
     assert state(example_forest) == before and index_rows(example_forest) == rows
     assert_whole(example_forest)
+
+
+def test_a_corrupt_receipt_is_reported_not_trusted(example_forest):
+    remember_one(example_forest, transaction_id="tx-c")
+    (example_forest / RECEIPTS / "tx-c.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(ForestError) as info:
+        remember_one(example_forest, transaction_id="tx-c")
+    assert info.value.code == "receipt_corrupt"
+
+
+def test_a_journal_missing_an_image_stops_recovery_and_changes_nothing(example_forest,
+                                                                       monkeypatch):
+    monkeypatch.setenv(journal.FAIL_ENV, "writing,recovering")
+    with pytest.raises(OSError):
+        remember(example_forest, "garden", "beds", "bed-e", "Bed E", "x")
+    monkeypatch.delenv(journal.FAIL_ENV)
+    for image in (example_forest / ".memory-forest/journal").glob("before-*"):
+        image.unlink()  # lose what the rollback still needs
+    before = contents(example_forest)
+    with pytest.raises(ForestError) as info:
+        operations.doctor(example_forest, repair=True)
+    assert info.value.code == "journal_corrupt"
+    assert contents(example_forest) == before
+    assert journal.describe(example_forest)["state"] == "interrupted"

@@ -181,23 +181,24 @@ def stage_events(stage: Stage, events: list[dict[str, Any]]
     stamp = captured_at.replace("-", "").replace(":", "").replace(".", "")
     token = os.urandom(4).hex()
     counts: dict[str, int] = {}
-    known = stage.view.event_paths()
-    existing: dict[str, dict[str, Any]] = {}
-    batch: dict[str, dict[str, Any]] = {}
-    lines: list[str] = []
-    ids: list[str] = []
-    records: list[dict[str, Any]] = []
-    duplicates = 0
+    prepared = []
     for number, event in enumerate(events, start=1):
         record = {key: redact(value, counts) for key, value in event.items()}
         record["event_id"] = event.get("event_id") or new_event_id(stamp, token, number)
         record["captured_at"] = captured_at
         record["sha256"] = sha256_hex(dumps(record["payload"]).encode("utf-8"))
+        prepared.append(record)
+    known = stage.view.event_paths({record["event_id"] for record in prepared})
+    shards: dict[str, dict[str, dict[str, Any]]] = {}
+    batch: dict[str, dict[str, Any]] = {}
+    lines: list[str] = []
+    records: list[dict[str, Any]] = []
+    duplicates = 0
+    for number, record in enumerate(prepared, start=1):
         event_id = record["event_id"]
-        ids.append(event_id)
         previous = batch.get(event_id)
         if previous is None and event_id in known:
-            previous = _stored(stage, known[event_id], event_id, existing)
+            previous = _stored(stage, known[event_id], event_id, shards)
         if previous is not None:
             if _content(previous) != _content(record):
                 raise ForestError("capture_event_conflict", "an event with this event_id "
@@ -224,6 +225,7 @@ def stage_events(stage: Stage, events: list[dict[str, Any]]
                               f"max_file_bytes ({limit}); raise the limit in forest.json",
                               {"path": shard, "size": len(data)})
         stage.put(shard, data)
+    ids = [record["event_id"] for record in prepared]
     summary = {"shard": shard if lines else None, "event_ids": ids, "captured": len(lines),
                "duplicates": duplicates, "captured_at": captured_at, "redactions": counts}
     return summary, records
@@ -234,15 +236,15 @@ def _content(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _stored(stage: Stage, path: str, event_id: str,
-            cache: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    if f"\0{path}" not in cache:
-        cache[f"\0{path}"] = {}
+            shards: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The stored record of ``event_id`` in the shard ``path`` (each shard parsed once)."""
+    if path not in shards:
+        shards[path] = {}
         for line in (stage.read(path) or b"").decode("utf-8").split("\n"):
-            if line.strip():
-                record = loads_strict(line)
-                if isinstance(record, dict) and isinstance(record.get("event_id"), str):
-                    cache[record["event_id"]] = record
-    return cache.get(event_id)
+            record = loads_strict(line) if line.strip() else None
+            if isinstance(record, dict) and isinstance(record.get("event_id"), str):
+                shards[path][record["event_id"]] = record
+    return shards[path].get(event_id)
 
 
 # --- the command ------------------------------------------------------------------------------

@@ -123,12 +123,12 @@ def _twins(view: View, snap: Snapshot, checked: dict[str, Facts]) -> None:
                 snap.routes.setdefault(path, parse_route(path))
                 snap.facts[path] = Facts(path, 0, 0, "", id=doc_id)
     events = {e for facts in checked.values() for e in facts.event_ids}
-    if events:
-        for path, facts in view.layer("istm").items():
-            shared = [e for e in facts.event_ids if e in events]
-            if shared and path not in checked:
+    for event_id, paths in view.holders("istm", "event_ids", events).items():
+        for path in paths:
+            if path not in checked:
                 snap.routes.setdefault(path, parse_route(path))
-                snap.facts[path] = Facts(path, 0, 0, "", event_ids=shared)
+                stand_in = snap.facts.setdefault(path, Facts(path, 0, 0, ""))
+                stand_in.event_ids.append(event_id)
 
 
 def _siblings(view: View, staged: dict[str, bytes], new_dirs: list[str]) -> list[str]:

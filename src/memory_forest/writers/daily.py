@@ -28,8 +28,9 @@ def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, A
     plan = plans.load("daily", source)
 
     def prepare(stage: Stage) -> None:
-        events = stage.view.event_paths()
-        known = stage.view.entry_paths()
+        events = stage.view.event_paths({rid for entry in plan.entries
+                                         for rid in entry.source_record_ids})
+        known = stage.view.entry_paths({entry.entry_id for entry in plan.entries})
         sections = []
         for entry in plan.entries:
             if entry.entry_id in known:

@@ -35,7 +35,7 @@ def entry_text(text: str, entry_id: str) -> str:
 
 def resolve_entries(stage: Stage, entry_ids: list[str]) -> dict[str, str]:
     """Entry id -> the one Daily file holding it (``daily_entry_missing``/``_ambiguous``)."""
-    known = stage.view.entry_paths()
+    known = stage.view.entry_paths(set(entry_ids))
     found = {}
     for entry_id in entry_ids:
         paths = known.get(entry_id, [])

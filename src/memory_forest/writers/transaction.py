@@ -117,7 +117,7 @@ def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
         staged = {path: data for path, data in stage.changes.items() if view.read(path) != data}
         report = check(view, staged, stage.new_dirs)
         befores = {path: view.read(path) for path in staged}
-        refresh = sorted(set(view.stale) - set(staged))
+        refresh = sorted((set(view.stale) | view.refresh) - set(staged))
     finally:
         view.close()
     draft = {

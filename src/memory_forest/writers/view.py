@@ -15,7 +15,6 @@ and the index update re-describes them.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import stat
@@ -41,7 +40,8 @@ class View:
         self._bytes: dict[str, bytes | None] = {}
         self._facts: dict[str, Facts | None] = {}
         self.stale: dict[str, Facts | None] = {}  # re-checked files that differ from the index
-        self._layer_facts: dict[str, dict[str, Facts]] = {}
+        self.refresh: set[str] = set()  # re-checked files whose row only needs a new mtime
+        self._layers: dict[str, dict[str, str]] = {}
 
     def close(self) -> None:
         if self.con is not None:
@@ -116,39 +116,41 @@ class View:
 
     # --- layers re-checked against the disk ---
 
-    def layer(self, key: str) -> dict[str, Facts]:
-        """Facts of every file of one layer, as the disk has them now.
+    def layer(self, key: str) -> dict[str, str]:
+        """sha256 of every file of one layer, as the disk has it now.
 
-        Index rows are used where size and mtime match and the mtime is older
-        than the last full build's racy window; anything else is re-read, and
-        if it differs from its row it becomes stale.
+        Index rows are trusted where size and mtime match and the mtime is
+        older than the last full build's racy window; anything else is read
+        and hashed, and a file whose bytes differ from its row (or that has no
+        row) becomes stale: its fresh facts are kept in ``self.stale``.
         """
-        if key in self._layer_facts:
-            return self._layer_facts[key]
+        if key in self._layers:
+            return self._layers[key]
         layer = BY_KEY[key]
-        rows = {path: Facts.from_dict(json.loads(facts)) for path, facts in self._query(
-            "SELECT path, facts FROM docs WHERE layer_number = ?", (layer.number,))}
+        rows = {path: (sha, size, mtime) for path, sha, size, mtime in self._query(
+            "SELECT path, sha256, size, mtime_ns FROM docs WHERE layer_number = ?",
+            (layer.number,))}
         listing = walk(self.root, self.config.limits, under=layer.dirname)
         if listing.issues:
             issue = listing.issues[0]
             raise ForestError("forest_invalid", "a layer the write depends on has a problem; "
                               "run 'memory-forest validate ROOT'",
                               {"path": issue.path, "code": issue.code})
-        found: dict[str, Facts] = {}
+        found: dict[str, str] = {}
         racy_after = self.built_at - index.RACY_WINDOW_NS
         for entry in listing.files:
             row = rows.pop(entry.path, None)
-            if row is not None and (row.size, row.mtime_ns) == (entry.size, entry.mtime_ns) \
+            if row is not None and row[1:] == (entry.size, entry.mtime_ns) \
                     and entry.mtime_ns < racy_after:
-                found[entry.path] = row
+                found[entry.path] = row[0]
                 continue
             data = self.read(entry.path)
             if data is None:
                 continue
-            if row is not None and row.sha256 == sha256_hex(data) and row.size == len(data):
-                found[entry.path] = row
-                if row.mtime_ns != entry.mtime_ns:
-                    self.stale[entry.path] = row  # same bytes, new mtime: refresh the row
+            if row is not None and row[0] == sha256_hex(data):
+                found[entry.path] = row[0]
+                if row[2] != entry.mtime_ns:
+                    self.refresh.add(entry.path)  # same bytes, new mtime: refresh the row
                 continue
             try:
                 route = parse_route(entry.path)
@@ -158,29 +160,55 @@ class View:
                                   {"path": entry.path, "code": exc.code}) from None
             facts = read_facts(route, data, entry.mtime_ns,
                                self.config.limits["max_links_per_document"])[0]
-            found[entry.path] = self.stale[entry.path] = facts
+            self.stale[entry.path] = facts
+            found[entry.path] = facts.sha256
         for gone in rows:
             self.stale[gone] = None
-        self._layer_facts[key] = found
+        self._layers[key] = found
         return found
 
-    def event_paths(self) -> dict[str, str]:
-        """Every ISTM event id -> the file holding it (re-checked against the disk)."""
-        return {event_id: path for path, facts in sorted(self.layer("istm").items())
-                for event_id in facts.event_ids}
+    def holders(self, key: str, field: str, values: set[str]) -> dict[str, list[str]]:
+        """Which files of a layer hold these ids (``event_ids`` or ``anchors``), right now.
 
-    def entry_paths(self) -> dict[str, list[str]]:
-        """Every Daily entry id (``##`` anchor) -> the Daily files holding it."""
+        One pass of SQLite's JSON functions over the layer's index rows (the
+        values go to a temporary table), corrected by the stale files' fresh facts.
+        """
+        self.layer(key)
         found: dict[str, list[str]] = {}
-        for path, facts in sorted(self.layer("daily").items()):
-            for anchor in facts.anchors:
-                found.setdefault(anchor, []).append(path)
-        return found
+        if not values:
+            return found
+        assert self.con is not None
+        self.con.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (value TEXT PRIMARY KEY)")
+        self.con.execute("DELETE FROM wanted")
+        self.con.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", [(v,) for v in values])
+        rows = self._query(
+            f"SELECT d.path, j.value FROM docs d, json_each(d.facts, '$.{field}') j "
+            "WHERE d.layer_number = ? AND j.value IN (SELECT value FROM wanted)",
+            (BY_KEY[key].number,))
+        for path, value in rows:
+            if path not in self.stale:
+                found.setdefault(value, []).append(path)
+        prefix = BY_KEY[key].dirname + "/"
+        for path, facts in self.stale.items():
+            if facts is not None and path.startswith(prefix):
+                for value in getattr(facts, field):
+                    if value in values:
+                        found.setdefault(value, []).append(path)
+        return {value: sorted(paths) for value, paths in found.items()}
+
+    def event_paths(self, event_ids: set[str]) -> dict[str, str]:
+        """ISTM event id -> the file holding it, for the ids that exist."""
+        return {event_id: paths[0]
+                for event_id, paths in self.holders("istm", "event_ids", event_ids).items()}
+
+    def entry_paths(self, entry_ids: set[str]) -> dict[str, list[str]]:
+        """Daily entry id (``##`` anchor) -> the Daily files holding it."""
+        return self.holders("daily", "anchors", entry_ids)
 
     def structured_hashes(self) -> dict[str, str]:
         """sha256 of every XLTM/LTM/MTM/STM file as it is on disk now."""
-        return {path: facts.sha256 for layer in LAYERS if layer.structured
-                for path, facts in self.layer(layer.key).items()}
+        return {path: sha for layer in LAYERS if layer.structured
+                for path, sha in self.layer(layer.key).items()}
 
 
 def snapshot_sha256(hashes: dict[str, str]) -> str:
