@@ -12,9 +12,6 @@ unchanged by the write, and it validated and audited when it was indexed.
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
 from typing import Any
 
 from ..audit import audit
@@ -23,7 +20,7 @@ from ..errors import ForestError
 from ..inspect import Snapshot
 from ..issues import Issue, has_errors, summarize
 from ..layers import BY_DIR, LAYERS
-from ..routes import parent_of, parse_route
+from ..routes import ancestors, parse_route
 from ..validate import validate
 from .view import View
 
@@ -51,7 +48,7 @@ def check(view: View, staged: dict[str, bytes], new_dirs: list[str]) -> dict[str
             snap.routes[path] = parse_route(path)
     _twins(view, snap, checked)
     _neighbourhood(view, snap, checked)
-    snap.dirs = [layer.dirname for layer in LAYERS if _is_dir(view.root / layer.dirname)]
+    snap.dirs = [layer.dirname for layer in LAYERS if view.is_dir(layer.dirname)]
     snap.dirs += _siblings(view, staged, new_dirs)
     _limits(view, snap, staged)
     snap.facts = {**snap.facts, **checked}
@@ -75,18 +72,11 @@ def check(view: View, staged: dict[str, bytes], new_dirs: list[str]) -> dict[str
 _PAIRS = frozenset({"duplicate_id", "istm_duplicate_event_id", "route_casefold_collision"})
 
 
-def _is_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
-
-
 def _neighbourhood(view: View, snap: Snapshot, checked: dict[str, Facts]) -> None:
     """Routes for every link target of the checked files and every ancestor, if they exist."""
     wanted: set[str] = set()
     for path in snap.routes:
-        wanted.update(_ancestors(path))
+        wanted.update(ancestors(path))
     for facts in checked.values():
         for link in facts.links:
             first = link.target.split("/", 1)[0]
@@ -95,7 +85,7 @@ def _neighbourhood(view: View, snap: Snapshot, checked: dict[str, Facts]) -> Non
                 continue
             candidate = link.target + layer.extension
             wanted.add(candidate)
-            wanted.update(_ancestors(candidate))
+            wanted.update(ancestors(candidate))
     for path in sorted(wanted - set(snap.routes)):
         try:
             route = parse_route(path)
@@ -105,13 +95,6 @@ def _neighbourhood(view: View, snap: Snapshot, checked: dict[str, Facts]) -> Non
             continue  # deleted by hand since it was indexed
         if view.exists(path):
             snap.routes[path] = route
-
-
-def _ancestors(path: str) -> list[str]:
-    found = []
-    while (path := parent_of(path)) is not None:  # type: ignore[assignment]
-        found.append(path)
-    return found
 
 
 def _twins(view: View, snap: Snapshot, checked: dict[str, Facts]) -> None:

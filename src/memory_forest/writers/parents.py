@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from ..layers import XLTM_PATH
-from ..routes import link_target, parent_of, parse_route
+from ..routes import ancestors, link_target, parent_of, parse_route
 from .markdown import CHILD_HEADINGS, add_child_link, document, edit_frontmatter, metadata
 from .transaction import Stage
 
@@ -23,14 +23,6 @@ XLTM_TITLE = "Forest root map"
 
 def new_id(layer_key: str) -> str:
     return f"{layer_key}-{os.urandom(8).hex()}"
-
-
-def ancestors(path: str) -> list[str]:
-    """Root-first owners of ``path``: XLTM, LTM, MTM as far as they apply."""
-    chain = []
-    while (path := parent_of(path)) is not None:  # type: ignore[assignment]
-        chain.insert(0, path)
-    return chain
 
 
 def new_meta(stage: Stage, layer_key: str, title: str, doc_id: str | None = None,

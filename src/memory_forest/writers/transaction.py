@@ -11,8 +11,6 @@ writer or ``doctor --repair`` (``journal.recover``).
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,15 +60,8 @@ class Stage:
         parts = path.split("/")
         for depth in range(2, len(parts)):  # below the layer directory, which must exist
             rel = "/".join(parts[:depth])
-            if rel not in self.new_dirs and not _is_dir(self.view.root / rel):
+            if rel not in self.new_dirs and not self.view.is_dir(rel):
                 self.new_dirs.append(rel)
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
 
 
 Prepare = Callable[[Stage], None]

@@ -84,6 +84,13 @@ class View:
         facts = self.facts(path)
         return facts.title if facts is not None else path.rsplit("/", 1)[-1][:-3]
 
+    def is_dir(self, rel: str) -> bool:
+        """A real directory (not a symlink to one) at ``rel``."""
+        try:
+            return stat.S_ISDIR(os.lstat(self.root / rel).st_mode)
+        except FileNotFoundError:
+            return False
+
     def listdir(self, rel_dir: str) -> list[str]:
         """Names in a directory of the forest (regular files and directories only)."""
         try:
