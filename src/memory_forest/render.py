@@ -170,7 +170,8 @@ def _structured_context(outcome: dict[str, Any]) -> None:
         cut = " [yellow](truncated)[/]" if item["truncated"] else ""
         _out.print(f"\n[bold]{_escape(item['title'])}[/]{cut}  [dim]{_escape(item['path'])}  "
                    f"sha256 {item['sha256']}[/]")
-        _out.print(_escape(item["body"]), markup=False)
+        for line in item["body"].split("\n"):  # line breaks kept, other controls shown
+            _out.print(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line), markup=False)
 
 
 def _doctor_extra(outcome: dict[str, Any]) -> None:

@@ -146,3 +146,14 @@ def test_the_daily_sweep_promote_and_supersede_path(example_forest, tmp_path):
     assert run_cli("audit", example_forest, "--json").json()["ok"]
     doctor = run_cli("doctor", example_forest, "--json").json()
     assert doctor["journal"] == {"state": "clear"} and doctor["index"]["state"] == "current"
+
+
+def test_structured_context_human_output_keeps_lines_and_shows_controls(example_forest):
+    leaf = example_forest / "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    leaf.write_text(leaf.read_text(encoding="utf-8") + "\nclear \x1b[2J screen\n",
+                    encoding="utf-8")
+    operations.index(example_forest)
+    result = run_cli("structured-context", example_forest, "kimchi")
+    assert result.code == 0
+    assert "\x1b" not in result.stdout and "clear \\x1b[2J screen" in result.stdout
+    assert "\n# Kimchi batch 7\n" in result.stdout
