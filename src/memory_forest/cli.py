@@ -273,15 +273,16 @@ TransactionId = Annotated[
 PlanSource = Annotated[str, typer.Argument(help="Plan JSON file, or - for stdin.", metavar="PLAN")]
 
 
+StdinMark = Annotated[str | None, typer.Argument(help="- to read from stdin.", metavar="[-]")]
+EventsFile = Annotated[str | None, typer.Option(
+    "--file", "-f", help="JSON object or JSONL file of events.")]
+
+
 @app.command()
 def capture(
     root: Root,
-    source: Annotated[
-        str | None, typer.Argument(help="- to read events from stdin.", metavar="[-]")
-    ] = None,
-    file: Annotated[
-        str | None, typer.Option("--file", "-f", help="JSON object or JSONL file of events.")
-    ] = None,
+    source: StdinMark = None,
+    file: EventsFile = None,
     transaction_id: TransactionId = None,
     wait: Wait = 0.0,
 ) -> None:
@@ -298,23 +299,40 @@ def capture(
     _emit("capture", call)
 
 
+# Named option types keep typer's per-process command building cheap: a name is
+# looked up, an inline Annotated[...] string would be compiled and evaluated anew.
+Tree = Annotated[str, typer.Option(help="Tree (domain) name.", show_default=False)]
+Branch = Annotated[str, typer.Option(help="Branch name inside the tree.", show_default=False)]
+Leaf = Annotated[str, typer.Option(help="Leaf (STM record) name.", show_default=False)]
+LeafTitle = Annotated[str, typer.Option("--title", help="Title of the leaf when it is new.",
+                                        show_default=False)]
+Content = Annotated[str | None, typer.Option(help="The fact to remember.")]
+ContentFile = Annotated[str | None, typer.Option(
+    "--file", "-f", help="Read the content from a file (- for stdin).")]
+EventSource = Annotated[str, typer.Option("--source", help="Who remembers: the ISTM event's "
+                                          "source.")]
+TreeTitle = Annotated[str | None, typer.Option(help="Title of the tree if it is new.")]
+BranchTitle = Annotated[str | None, typer.Option(help="Title of the branch if it is new.")]
+Tags = Annotated[list[str] | None, typer.Option("--tag", help="Tag of a new leaf; repeatable.")]
+OldId = Annotated[str, typer.Option("--id", help="Id of the record to supersede.",
+                                    show_default=False)]
+NewRecord = Annotated[str, typer.Option("--file", "-f", help="The new record (NAME.md).",
+                                        show_default=False)]
+
+
 @app.command()
 def remember(
     root: Root,
-    tree: Annotated[str, typer.Option(help="Tree (domain) name.", show_default=False)],
-    branch: Annotated[str, typer.Option(help="Branch name inside the tree.", show_default=False)],
-    leaf: Annotated[str, typer.Option(help="Leaf (STM record) name.", show_default=False)],
-    title: Annotated[str, typer.Option(help="Title of the leaf when it is new.",
-                                       show_default=False)],
-    content: Annotated[str | None, typer.Option(help="The fact to remember.")] = None,
-    file: Annotated[str | None, typer.Option("--file", "-f", help="Read the content from a "
-                                             "file (- for stdin).")] = None,
-    source: Annotated[str, typer.Option(help="Who remembers: the ISTM event's source.")] = (
-        "memory-forest"),
-    tree_title: Annotated[str | None, typer.Option(help="Title of the tree if it is new.")] = None,
-    branch_title: Annotated[
-        str | None, typer.Option(help="Title of the branch if it is new.")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="Tag of a new leaf; repeatable.")] = None,
+    tree: Tree,
+    branch: Branch,
+    leaf: Leaf,
+    title: LeafTitle,
+    content: Content = None,
+    file: ContentFile = None,
+    source: EventSource = "memory-forest",
+    tree_title: TreeTitle = None,
+    branch_title: BranchTitle = None,
+    tag: Tags = None,
     transaction_id: TransactionId = None,
     wait: Wait = 0.0,
 ) -> None:
@@ -385,10 +403,8 @@ def promote(root: Root, plan: PlanSource, wait: Wait = 0.0) -> None:
 @app.command()
 def supersede(
     root: Root,
-    old_id: Annotated[str, typer.Option("--id", help="Id of the record to supersede.",
-                                        show_default=False)],
-    file: Annotated[str, typer.Option("--file", "-f", help="The new record (NAME.md).",
-                                      show_default=False)],
+    old_id: OldId,
+    file: NewRecord,
     transaction_id: TransactionId = None,
     wait: Wait = 0.0,
 ) -> None:
