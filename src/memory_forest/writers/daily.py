@@ -9,12 +9,13 @@ and an entry id is unique across all Daily records.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import ForestError
 from . import parents, plans
-from .markdown import clean_text, document, edit_frontmatter, inert
+from .markdown import body_of, clean_text, document, edit_frontmatter, inert
 from .transaction import Stage, run
 
 
@@ -22,6 +23,35 @@ def entry_section(entry_id: str, summary: str, pointers: list[str]) -> str:
     sources = ", ".join(f"`{pointer}`" for pointer in pointers)
     text = clean_text(summary, "summary", "plan_summary").strip("\n")
     return f"## {entry_id}\n\n{inert(text)}\n\nSources: {sources}"
+
+
+def entry_text(text: str, entry_id: str) -> str:
+    """The Markdown of one Daily entry: the lines under ``## entry_id`` up to the next heading."""
+    lines = body_of(text).split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip() == f"## {entry_id}"), None)
+    if start is None:
+        raise ForestError("daily_entry_missing", "the Daily entry heading was not found",
+                          {"entry_id": entry_id})
+    end = start + 1
+    while end < len(lines) and not re.match(r"#{1,2} ", lines[end]):
+        end += 1
+    return "\n".join(lines[start + 1:end]).strip("\n")
+
+
+def resolve_entries(stage: Stage, entry_ids: list[str]) -> dict[str, str]:
+    """Entry id -> the one Daily file holding it (``daily_entry_missing``/``_ambiguous``)."""
+    known = stage.view.entry_paths(set(entry_ids))
+    found = {}
+    for entry_id in entry_ids:
+        paths = known.get(entry_id, [])
+        if not paths:
+            raise ForestError("daily_entry_missing", "no Daily record has this entry",
+                              {"entry_id": entry_id})
+        if len(paths) > 1:
+            raise ForestError("daily_entry_ambiguous", "several Daily records have this entry",
+                              {"entry_id": entry_id, "paths": paths})
+        found[entry_id] = paths[0]
+    return found
 
 
 def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:

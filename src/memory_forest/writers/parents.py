@@ -99,6 +99,19 @@ def append(stage: Stage, path: str, block: str, updates: dict[str, Any]) -> None
     stage.put(path, text.rstrip("\n") + "\n\n" + block.strip("\n") + "\n")
 
 
+def add_to_leaf(stage: Stage, path: str, title: str, block: str, titles: dict[str, str],
+                sources: list[str], tags: list[str] | None = None) -> bool:
+    """Create the leaf with ``block`` (and its missing parents) or append ``block`` to it.
+
+    Either way its ``sources`` gain ``sources``. Returns whether it was created.
+    """
+    if stage.exists(path):
+        append(stage, path, block, {"sources": add_sources(stage, path, sources)})
+        return False
+    create(stage, path, title, block, titles, sources=sources, tags=tags)
+    return True
+
+
 def add_sources(stage: Stage, path: str, new: list[str]) -> list[str]:
     """The document's ``sources`` as a list, with ``new`` added (no duplicates)."""
     current = metadata(stage.text(path) or "").get("sources")

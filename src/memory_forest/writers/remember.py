@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..routes import stm_path
+from ..routes import ltm_path, mtm_path, stm_path
 from . import parents
 from .capture import check_event, stage_events
 from .markdown import check_linkable, check_title, clean_text, inert
@@ -33,8 +33,8 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str, co
     for segment, what in ((tree, "tree"), (branch, "branch"), (leaf, "leaf")):
         check_linkable(segment, what)
     title = check_title(title)
-    titles = {key: check_title(value) for key, value in
-              (("tree", tree_title), ("branch", branch_title)) if value}
+    titles = {path: check_title(value) for path, value in
+              ((ltm_path(tree), tree_title), (mtm_path(tree, branch), branch_title)) if value}
     content = clean_text(content)
     if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
         from ..errors import ForestError
@@ -59,25 +59,8 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str, co
         event_id = records[0]["event_id"]
         pointer = f"{captured['shard']}#{event_id}"
         block = entry_block(stage.now, pointer, records[0]["payload"]["text"])
-        created = not stage.exists(path)
-        if created:
-            parents.create(stage, path, title, block, _titles(tree, branch, titles),
-                           sources=[pointer], tags=tags)
-        else:
-            parents.append(stage, path, block,
-                           {"sources": parents.add_sources(stage, path, [pointer])})
+        created = parents.add_to_leaf(stage, path, title, block, titles, [pointer], tags)
         stage.details.update({"path": path, "created": created, "event_id": event_id,
                               "shard": captured["shard"], "redactions": captured["redactions"]})
 
     return run(root, "remember", request, transaction_id, prepare, wait)
-
-
-def _titles(tree: str, branch: str, titles: dict[str, str]) -> dict[str, str]:
-    from ..routes import ltm_path, mtm_path
-
-    found = {}
-    if "tree" in titles:
-        found[ltm_path(tree)] = titles["tree"]
-    if "branch" in titles:
-        found[mtm_path(tree, branch)] = titles["branch"]
-    return found

@@ -24,6 +24,7 @@ from ..errors import ForestError
 from ..layers import XLTM_PATH
 from ..routes import ltm_path, mtm_path, parse_route, stm_path
 from . import parents, plans
+from .daily import resolve_entries
 from .markdown import (
     CHILD_HEADINGS,
     body_text,
@@ -34,7 +35,6 @@ from .markdown import (
     metadata,
     replace_body,
 )
-from .promote import resolve_entries
 from .transaction import Stage, run
 from .view import View, dump, snapshot_sha256
 
