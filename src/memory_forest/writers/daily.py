@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ForestError
 from . import parents, plans
-from .markdown import body_of, clean_text, document, edit_frontmatter, inert
+from .markdown import body_of, clean_text, document, inert
 from .transaction import Stage, run
 
 
@@ -81,9 +81,7 @@ def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, A
             meta = parents.new_meta(stage, "daily", title)
             stage.put(path, document(meta, title, None, block))
         else:
-            text = edit_frontmatter(text, {"updated": stage.now}) if text.startswith("---") \
-                else text
-            stage.put(path, text.rstrip("\n") + "\n\n" + block + "\n")
+            stage.put(path, parents.touch(stage, text).rstrip("\n") + "\n\n" + block + "\n")
         stage.details.update({"path": path, "created": text is None,
                               "entries": [entry.entry_id for entry in plan.entries]})
 

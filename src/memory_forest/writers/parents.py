@@ -55,14 +55,9 @@ def create(stage: Stage, path: str, title: str, body: str, titles: dict[str, str
 
 
 def ensure_chain(stage: Stage, path: str, titles: dict[str, str]) -> None:
-    for owner in ancestors(path):
-        if stage.exists(owner):
-            continue
-        route = parse_route(owner)
-        title = titles.get(owner) or _default_title(owner)
-        stage.put(owner, document(new_meta(stage, route.layer.key, title), title,
-                                  up_of(stage, owner), ""))
-        link_down(stage, owner)
+    for owner in ancestors(path):  # root first, so each owner's own parents exist
+        if not stage.exists(owner):
+            create(stage, owner, titles.get(owner) or _default_title(owner), "", titles)
 
 
 def _default_title(path: str) -> str:
