@@ -38,11 +38,15 @@ class QueryPlan(BaseModel):
     @field_validator("schema_version", mode="before")
     @classmethod
     def _exactly_the_integer(cls, value: object) -> object:
-        # Literal[1] matches by equality, and true == 1.0 == 1 in Python: a plan that
-        # says true or 1.0 did not say schema version 1.
-        if type(value) is not int:
-            raise ValueError("schema_version must be the integer 1")
-        return value
+        return exact_integer_version(value)
+
+
+def exact_integer_version(value: object) -> object:
+    """Literal[1] matches by equality, and true == 1.0 == 1 in Python: a plan that
+    says true or 1.0 did not say schema version 1."""
+    if type(value) is not int:
+        raise ValueError("schema_version must be the integer 1")
+    return value
 
 
 def load(source: str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:

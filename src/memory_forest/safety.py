@@ -131,20 +131,25 @@ def read_regular(root: Path, rel: str, max_bytes: int) -> bytes:
             raise ForestError("not_regular_file", "not a regular file", {"path": rel})
         if st.st_size > max_bytes:
             raise ForestError("file_too_large", "file exceeds max_file_bytes", {"path": rel})
-        chunks = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_bounded(fd, max_bytes)
         if len(data) > max_bytes:
             raise ForestError("file_too_large", "file exceeds max_file_bytes", {"path": rel})
         return data
     finally:
         os.close(fd)
+
+
+def read_bounded(fd: int, max_bytes: int) -> bytes:
+    """Read at most ``max_bytes + 1`` bytes (one more than allowed shows a file grew)."""
+    chunks = []
+    remaining = max_bytes + 1
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
 
 
 def read_caller_file(source: str, max_bytes: int, prefix: str, exit_code: int = 2) -> bytes:
@@ -186,18 +191,11 @@ def read_caller_file(source: str, max_bytes: int, prefix: str, exit_code: int = 
             raise reject("symlink", "the file is a symlink") from None
         raise reject("unreadable", "the file cannot be read") from None
     try:
-        chunks, remaining = [], max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
+        data = read_bounded(fd, max_bytes)
     except OSError:
         raise reject("unreadable", "the file cannot be read") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise too_large
     return data

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import ForestError
 from ..jsonio import StrictJSONError, loads_strict
+from ..queryplan import exact_integer_version
 from .capture import EVENT_ID
 from .receipts import TRANSACTION_ID
 
@@ -51,10 +52,7 @@ class _Versioned(_Plan):
     @field_validator("schema_version", mode="before")
     @classmethod
     def _exactly_the_integer(cls, value: object) -> object:
-        # Literal[1] matches by equality, and true == 1.0 == 1 in Python.
-        if type(value) is not int:
-            raise ValueError("schema_version must be the integer 1")
-        return value
+        return exact_integer_version(value)
 
 
 # --- Daily Plan -------------------------------------------------------------------------------
