@@ -112,14 +112,20 @@ def audit(root: Root) -> None:
 
 
 @app.command()
-def doctor(root: Root) -> None:
-    """Report versions, SQLite features, config, counts, index and lock state.
+def doctor(
+    root: Root,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="Finish or roll back an interrupted write (takes the lock).")] = False,
+    wait: Annotated[float, typer.Option(help="With --repair: seconds to wait for the lock.")
+                    ] = 0.0,
+) -> None:
+    """Report versions, SQLite features, config, counts, index, lock and journal state.
 
-    Example: memory-forest doctor ~/memory
+    Example: memory-forest doctor ~/memory --repair
     """
     from . import operations
 
-    _emit("doctor", lambda: operations.doctor(root))
+    _emit("doctor", lambda: operations.doctor(root, repair=repair, wait=wait))
 
 
 # --- index and retrieval (issue 3) ---------------------------------------------------------
@@ -234,6 +240,181 @@ def _stderr_console() -> Any:
 
 
 # --- writers (issue 4) ----------------------------------------------------------------------
+
+Wait = Annotated[float, typer.Option("--wait", help="Seconds to wait for the forest lock.")]
+TransactionId = Annotated[
+    str | None,
+    typer.Option("--transaction-id", help="Id for an idempotent retry (default: a new one)."),
+]
+PlanSource = Annotated[str, typer.Argument(help="Plan JSON file, or - for stdin.", metavar="PLAN")]
+
+
+StdinMark = Annotated[str | None, typer.Argument(help="- to read from stdin.", metavar="[-]")]
+EventsFile = Annotated[str | None, typer.Option(
+    "--file", "-f", help="JSON object or JSONL file of events.")]
+
+
+@app.command()
+def capture(
+    root: Root,
+    source: StdinMark = None,
+    file: EventsFile = None,
+    transaction_id: TransactionId = None,
+    wait: Wait = 0.0,
+) -> None:
+    """Append raw events (one JSON object, or JSONL) to today's ISTM shard, redacting secrets.
+
+    Example: memory-forest capture ~/memory --file events.jsonl
+    """
+    from .writers import capture as capturing
+
+    def call() -> dict[str, Any]:
+        return capturing.capture(root, _one_input(source, file, "capture"),
+                                 transaction_id=transaction_id, wait=wait)
+
+    _emit("capture", call)
+
+
+# Named option types keep typer's per-process command building cheap: a name is
+# looked up, an inline Annotated[...] string would be compiled and evaluated anew.
+Tree = Annotated[str, typer.Option(help="Tree (domain) name.", show_default=False)]
+Branch = Annotated[str, typer.Option(help="Branch name inside the tree.", show_default=False)]
+Leaf = Annotated[str, typer.Option(help="Leaf (STM record) name.", show_default=False)]
+LeafTitle = Annotated[str, typer.Option("--title", help="Title of the leaf when it is new.",
+                                        show_default=False)]
+Content = Annotated[str | None, typer.Option(help="The fact to remember.")]
+ContentFile = Annotated[str | None, typer.Option(
+    "--file", "-f", help="Read the content from a file (- for stdin).")]
+EventSource = Annotated[str, typer.Option("--source", help="Who remembers: the ISTM event's "
+                                          "source.")]
+TreeTitle = Annotated[str | None, typer.Option(help="Title of the tree if it is new.")]
+BranchTitle = Annotated[str | None, typer.Option(help="Title of the branch if it is new.")]
+Tags = Annotated[list[str] | None, typer.Option("--tag", help="Tag of a new leaf; repeatable.")]
+OldId = Annotated[str, typer.Option("--id", help="Id of the record to supersede.",
+                                    show_default=False)]
+NewRecord = Annotated[str, typer.Option("--file", "-f", help="The new record (NAME.md).",
+                                        show_default=False)]
+
+
+@app.command()
+def remember(
+    root: Root,
+    tree: Tree,
+    branch: Branch,
+    leaf: Leaf,
+    title: LeafTitle,
+    content: Content = None,
+    file: ContentFile = None,
+    source: EventSource = "memory-forest",
+    tree_title: TreeTitle = None,
+    branch_title: BranchTitle = None,
+    tag: Tags = None,
+    transaction_id: TransactionId = None,
+    wait: Wait = 0.0,
+) -> None:
+    """Capture one fact as an ISTM event and file it in an STM leaf, in one transaction.
+
+    Example: memory-forest remember ~/memory --tree kitchen --branch pickles --leaf dill
+    --title "Dill pickles" --content "Brine at 5 percent."
+    """
+    from .writers import remember as remembering
+
+    def call() -> dict[str, Any]:
+        if (content is None) == (file is None):
+            from .errors import usage_error
+
+            raise usage_error("content_required", "give exactly one of --content or --file")
+        text = content if content is not None else _read_text(file, "content")
+        return remembering.remember(root, tree, branch, leaf, title, text, source=source,
+                                    tree_title=tree_title, branch_title=branch_title,
+                                    tags=tag, transaction_id=transaction_id, wait=wait)
+
+    _emit("remember", call)
+
+
+@app.command("apply-daily")
+def apply_daily(root: Root, plan: PlanSource, wait: Wait = 0.0) -> None:
+    """Apply a Daily Plan: add entries (with stable ## anchors) to 05 daily/YYYY-MM-DD.md.
+
+    Example: memory-forest apply-daily ~/memory daily-plan.json
+    """
+    from .writers import daily
+
+    _emit("apply_daily", lambda: daily.apply_daily(root, plan, wait=wait))
+
+
+@app.command("structured-context")
+def structured_context(root: Root, query: Query, limit: Limit = 10) -> None:
+    """Current bodies of the XLTM/LTM/MTM/STM documents for a query, and the snapshot hash.
+
+    Example: memory-forest structured-context ~/memory "kimchi" --json > context.json
+    """
+    from .writers import structured
+
+    _emit("structured_context", lambda: structured.structured_context(root, query, limit=limit))
+
+
+@app.command("apply-structured")
+def apply_structured(root: Root, plan: PlanSource, wait: Wait = 0.0) -> None:
+    """Apply a Structured Sweep Plan bound to a structured-context snapshot.
+
+    Example: memory-forest apply-structured ~/memory sweep-plan.json
+    """
+    from .writers import structured
+
+    _emit("apply_structured", lambda: structured.apply_structured(root, plan, wait=wait))
+
+
+@app.command()
+def promote(root: Root, plan: PlanSource, wait: Wait = 0.0) -> None:
+    """Promote Daily entries into one STM leaf (a Promotion Plan), creating missing parents.
+
+    Example: memory-forest promote ~/memory promotion-plan.json
+    """
+    from .writers import promote as promoting
+
+    _emit("promote", lambda: promoting.promote(root, plan, wait=wait))
+
+
+@app.command()
+def supersede(
+    root: Root,
+    old_id: OldId,
+    file: NewRecord,
+    transaction_id: TransactionId = None,
+    wait: Wait = 0.0,
+) -> None:
+    """Create a new record beside an old one and mark the old one superseded.
+
+    Example: memory-forest supersede ~/memory --id stm-kimchi-batch-7 --file kimchi-batch-7b.md
+    """
+    from .writers import supersede as superseding
+
+    _emit("supersede", lambda: superseding.supersede(root, old_id, file,
+                                                     transaction_id=transaction_id, wait=wait))
+
+
+def _one_input(source: str | None, file: str | None, prefix: str) -> str:
+    from .errors import usage_error
+
+    if source is not None and source != "-":
+        raise usage_error(f"{prefix}_input_invalid", "the only positional input is - (stdin); "
+                          "use --file for a file")
+    if (source is None) == (file is None):
+        raise usage_error(f"{prefix}_input_required", "give exactly one of - (stdin) or --file")
+    return file if file is not None else "-"
+
+
+def _read_text(source: str, prefix: str) -> str:
+    from .errors import usage_error
+    from .safety import read_caller_file
+
+    raw = read_caller_file(source, 4 * 1024 * 1024, prefix)
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        raise usage_error(f"{prefix}_not_utf8", "the input is not UTF-8") from None
+
 
 
 

@@ -46,12 +46,17 @@ class Facts:
     anchors: list[str] = field(default_factory=list)  # ## headings: Daily entry ids
     issues: list[Issue] = field(default_factory=list)  # problems local to this file
 
+    @staticmethod
+    def json_path(name: str) -> str:
+        """Where a field sits in ``dumps``'s array, for SQLite's JSON functions."""
+        return f"$[{FACTS_FIELDS.index(name)}]"
+
     def dumps(self) -> str:
-        """Positional JSON, as the index keeps it (arrays decode faster than objects)."""
-        issues = [[i.path, i.code, i.message, i.level] for i in self.issues]
-        return json.dumps([self.path, self.size, self.mtime_ns, self.sha256, self.title, self.id,
-                           self.status, self.links, self.event_ids, self.anchors, issues],
-                          ensure_ascii=False)
+        """Positional JSON in ``FACTS_FIELDS`` order, as the index keeps it (arrays decode
+        faster than objects)."""
+        values = [getattr(self, name) for name in FACTS_FIELDS]
+        values[-1] = [list(issue) for issue in self.issues]  # issues come last
+        return json.dumps(values, ensure_ascii=False)
 
     @classmethod
     def loads(cls, text: str) -> Facts:
@@ -60,6 +65,10 @@ class Facts:
         return cls(path, size, mtime_ns, sha256, title, doc_id, status,
                    [Link(*link) for link in links], event_ids, anchors,
                    [Issue(*issue) for issue in issues])
+
+
+FACTS_FIELDS = ("path", "size", "mtime_ns", "sha256", "title", "id", "status", "links",
+                "event_ids", "anchors", "issues")
 
 
 def sha256_hex(data: bytes) -> str:

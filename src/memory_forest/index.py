@@ -315,3 +315,61 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
+    """Re-describe exactly ``paths`` from the disk, in one transaction (writers, under the lock).
+
+    Writers check the forest around the files they touch (docs/writing.md),
+    so re-reading every file, as ``build`` does, would only cost time: about
+    a second per 10,000 documents. A path that is absent loses its row; a
+    row whose size, mtime and hash already match is left as it is, so
+    re-describing unchanged files (as a rollback does) leaves the index
+    unchanged. ``built_at_ns`` is not moved: files written since the last
+    full check stay inside the racy window, and the next ``build`` re-reads them.
+    """
+    from .config import load_config
+    from .documents import read_facts
+    from .inspect import Snapshot
+    from .routes import parse_route
+    from .safety import read_regular
+
+    started = time.perf_counter()
+    config = load_config(root)
+    snap = Snapshot(root, config)
+    absent: list[str] = []
+    for rel in sorted(set(paths)):
+        try:
+            st = os.lstat(root / rel)
+        except FileNotFoundError:
+            absent.append(rel)
+            continue
+        route = parse_route(rel)
+        raw = read_regular(root, rel, config.limits["max_file_bytes"])
+        facts, text = read_facts(route, raw, st.st_mtime_ns,
+                                 config.limits["max_links_per_document"])
+        snap.routes[rel], snap.facts[rel], snap.texts[rel] = route, facts, text
+    counts = {"added": 0, "changed": 0, "deleted": 0, "unchanged": 0}
+    con = sqlite3.connect(index_path(root))
+    try:
+        with con:
+            for rel in [*absent, *snap.facts]:
+                row = con.execute("SELECT rowid, sha256, size, mtime_ns FROM docs WHERE path = ?",
+                                  (rel,)).fetchone()
+                facts = snap.facts.get(rel)
+                if facts is None:
+                    if row is not None:
+                        _delete(con, row[0])
+                        counts["deleted"] += 1
+                    continue
+                if row is not None and tuple(row[1:]) == (facts.sha256, facts.size,
+                                                          facts.mtime_ns):
+                    counts["unchanged"] += 1
+                    continue
+                if row is not None:
+                    _delete(con, row[0])
+                counts["changed" if row is not None else "added"] += 1
+                _insert(con, snap, rel)
+    finally:
+        con.close()
+    return {"mode": "paths", **counts, "seconds": round(time.perf_counter() - started, 4)}

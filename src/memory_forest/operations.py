@@ -169,8 +169,13 @@ def unlock(root_arg: str | Path, stale: bool = False) -> dict[str, Any]:
 # --- doctor ---------------------------------------------------------------------------------
 
 
-def doctor(root_arg: str | Path) -> dict[str, Any]:
-    """Bounded diagnostics. Fails only when the root cannot be inspected at all."""
+def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0) -> dict[str, Any]:
+    """Bounded diagnostics. Fails only when the root cannot be inspected at all.
+
+    With ``repair`` (a writer: it takes the lock), an interrupted write is
+    first finished or rolled back (``writers.journal.recover``); a lock left
+    by a dead writer on this host is removed, and reported, first.
+    """
     import platform
     import sqlite3
 
@@ -181,7 +186,10 @@ def doctor(root_arg: str | Path) -> dict[str, Any]:
     from .safety import open_root, walk
 
     root = open_root(root_arg)
-    report: dict[str, Any] = {
+    report: dict[str, Any] = {}
+    if repair:
+        report["repair"] = _repair(root, wait)
+    report.update({
         "versions": {
             "memory_forest": __version__,
             "python": platform.python_version(),
@@ -189,7 +197,7 @@ def doctor(root_arg: str | Path) -> dict[str, Any]:
         },
         "sqlite_features": _sqlite_features(),
         "network_required": False,
-    }
+    })
     try:
         config = load_config(root)
         report["config"] = {"state": "present" if config.present else "absent",
@@ -212,7 +220,29 @@ def doctor(root_arg: str | Path) -> dict[str, Any]:
             report["walk"] = {"error": exc.to_dict()}
     report["index"] = _index_state(root)
     report["lock"] = locking.state(root)
+    report["journal"] = _journal_state(root)
     return result("doctor", **report)
+
+
+def _repair(root: Path, wait: float) -> dict[str, Any]:
+    from . import lock as locking
+    from .writers import journal
+
+    done: dict[str, Any] = {}
+    if locking.state(root)["state"] == "stale":
+        done["stale_lock_removed"] = locking.unlock_stale(root)
+    with locking.held(root, "doctor --repair", wait=wait):
+        done["journal"] = journal.recover(root) or {"action": "none"}
+    return done
+
+
+def _journal_state(root: Path) -> dict[str, Any]:
+    from .writers import journal
+
+    try:
+        return journal.describe(root)
+    except ForestError as exc:
+        return {"state": "invalid", "code": exc.code}
 
 
 def _sqlite_features() -> dict[str, bool]:

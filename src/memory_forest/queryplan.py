@@ -7,9 +7,6 @@ text and control characters are each rejected with their own code.
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 import sys
 import unicodedata
 from typing import Literal
@@ -41,11 +38,15 @@ class QueryPlan(BaseModel):
     @field_validator("schema_version", mode="before")
     @classmethod
     def _exactly_the_integer(cls, value: object) -> object:
-        # Literal[1] matches by equality, and true == 1.0 == 1 in Python: a plan that
-        # says true or 1.0 did not say schema version 1.
-        if type(value) is not int:
-            raise ValueError("schema_version must be the integer 1")
-        return value
+        return exact_integer_version(value)
+
+
+def exact_integer_version(value: object) -> object:
+    """Literal[1] matches by equality, and true == 1.0 == 1 in Python: a plan that
+    says true or 1.0 did not say schema version 1."""
+    if type(value) is not int:
+        raise ValueError("schema_version must be the integer 1")
+    return value
 
 
 def load(source: str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
@@ -109,30 +110,9 @@ def _from_validation(exc: ValidationError) -> ForestError:
 
 
 def _read_file(source: str) -> bytes:
-    try:
-        st = os.lstat(source)
-    except OSError:
-        raise _reject("query_plan_unreadable", "the query plan file cannot be read") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise _reject("query_plan_symlink", "the query plan file is a symlink")
-    if not stat.S_ISREG(st.st_mode):
-        raise _reject("query_plan_not_regular_file", "the query plan must be a regular file")
-    if st.st_size > MAX_BYTES:
-        raise _reject("query_plan_too_large", f"a query plan is at most {MAX_BYTES} bytes")
-    # The checks above ran on a name; the file can still refuse to open or to read
-    # (permissions, a symlink swapped in since, I/O errors): each is a clean rejection.
-    try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _reject("query_plan_symlink", "the query plan file is a symlink") from None
-        raise _reject("query_plan_unreadable", "the query plan file cannot be read") from None
-    try:
-        return os.read(fd, MAX_BYTES + 1)
-    except OSError:
-        raise _reject("query_plan_unreadable", "the query plan file cannot be read") from None
-    finally:
-        os.close(fd)
+    from .safety import read_caller_file
+
+    return read_caller_file(source, MAX_BYTES, "query_plan")
 
 
 def _reject(code: str, message: str) -> ForestError:

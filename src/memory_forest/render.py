@@ -74,6 +74,8 @@ def _doctor(outcome: dict[str, Any]) -> None:
         table.add_row(f"  {name}", str(count))
     table.add_row("index", _describe(outcome["index"]))
     table.add_row("lock", _describe(outcome["lock"]))
+    if "journal" in outcome:
+        table.add_row("journal", _describe(outcome["journal"]))
     table.add_row("network", "never required")
     _out.print(table)
 
@@ -196,6 +198,50 @@ def _hooks(outcome: dict[str, Any]) -> None:
         _err.print(f"[yellow]warning[/] {_escape(warning)}")
 
 
+def _receipt(outcome: dict[str, Any]) -> None:
+    """Every writer: what changed, under which transaction, and the operation's own facts."""
+    verdict = "[yellow]already applied[/]" if outcome["already_applied"] else "[green]committed[/]"
+    _out.print(f"{outcome['operation'].replace('_', '-')} {verdict}: transaction "
+               f"{_escape(outcome['transaction_id'])}")
+    recovered = outcome.get("recovered")
+    if recovered:
+        _out.print(f"  first recovered an interrupted write: {_escape(recovered['action'])}")
+    for item in outcome["touched"]:
+        mark = "+" if item["before_sha256"] is None else "~"
+        _out.print(f"  {mark} {_escape(item['path'])}")
+    if not outcome["touched"]:
+        _out.print("  no canonical file changed")
+    if "captured" in outcome:
+        _out.print(f"  {outcome['captured']} event(s) captured, {outcome['duplicates']} "
+                   "duplicate(s) skipped")
+    redactions = outcome.get("redactions") or {}
+    if redactions:
+        listed = ", ".join(f"{rule} x{count}" for rule, count in sorted(redactions.items()))
+        _out.print(f"  [yellow]redacted[/] {listed}")
+    for item in outcome.get("dispositions", []):
+        _out.print(f"  {_escape(item['entry_id'])}: {item['disposition']}")
+
+
+def _structured_context(outcome: dict[str, Any]) -> None:
+    _out.print(f"snapshot {outcome['snapshot_sha256']} over {outcome['structured_documents']} "
+               "structured documents")
+    for item in outcome["documents"]:
+        cut = " [yellow](truncated)[/]" if item["truncated"] else ""
+        _out.print(f"\n[bold]{_escape(item['title'])}[/]{cut}  [dim]{_escape(item['path'])}  "
+                   f"sha256 {item['sha256']}[/]")
+        for line in item["body"].split("\n"):  # line breaks kept, other controls shown
+            _out.print(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line), markup=False)
+
+
+def _doctor_extra(outcome: dict[str, Any]) -> None:
+    _doctor(outcome)
+    repair = outcome.get("repair")
+    if repair:
+        action = repair["journal"]["action"]
+        _out.print(f"repair: journal {action}" + (", stale lock removed"
+                                                  if "stale_lock_removed" in repair else ""))
+
+
 def _generic(outcome: dict[str, Any]) -> None:
     from .jsonio import dumps
 
@@ -206,7 +252,7 @@ _RENDERERS = {
     "validate": _issues,
     "audit": _issues,
     "init": _init,
-    "doctor": _doctor,
+    "doctor": _doctor_extra,
     "index": _index,
     "route": _results,
     "search": _results,
@@ -219,4 +265,11 @@ _RENDERERS = {
     "status": _status,
     "hooks_install": _hooks,
     "hooks_uninstall": _hooks,
+    "capture": _receipt,
+    "remember": _receipt,
+    "apply_daily": _receipt,
+    "apply_structured": _receipt,
+    "promote": _receipt,
+    "supersede": _receipt,
+    "structured_context": _structured_context,
 }

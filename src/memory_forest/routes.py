@@ -55,6 +55,15 @@ def parent_of(path: str) -> str | None:
     return None
 
 
+def ancestors(path: str) -> list[str]:
+    """Root-first owners of ``path`` (XLTM, LTM, MTM as far as they apply)."""
+    chain: list[str] = []
+    while (owner := parent_of(path)) is not None:
+        chain.insert(0, owner)
+        path = owner
+    return chain
+
+
 def ltm_path(tree: str) -> str:
     return f"02 ltm/{tree}{LTM_SUFFIX}.md"
 

@@ -57,16 +57,20 @@ class Walk:
         self.total_bytes = 0
 
 
-def walk(root: Path, limits: dict[str, int]) -> Walk:
+def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
     """List every file and directory under ``root`` without following anything.
 
     Symlinks and special files become issues and are never opened. The tool
     and editor directories at the root are skipped entirely. Crossing a
     count, depth or byte limit fails closed with ``limit_exceeded``.
+
+    ``under`` (a relative directory, e.g. one layer) limits the walk to that
+    subtree; writers use it to re-check only the layers they depend on.
     """
     result = Walk()
-    _check_mode(os.lstat(root), ".", result.issues)
-    stack: list[tuple[str, int]] = [("", 0)]
+    if not under:
+        _check_mode(os.lstat(root), ".", result.issues)
+    stack: list[tuple[str, int]] = [(under, under.count("/") + 1 if under else 0)]
     while stack:
         rel_dir, depth = stack.pop()
         try:
@@ -128,20 +132,74 @@ def read_regular(root: Path, rel: str, max_bytes: int) -> bytes:
             raise ForestError("not_regular_file", "not a regular file", {"path": rel})
         if st.st_size > max_bytes:
             raise ForestError("file_too_large", "file exceeds max_file_bytes", {"path": rel})
-        chunks = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_bounded(fd, max_bytes)
         if len(data) > max_bytes:
             raise ForestError("file_too_large", "file exceeds max_file_bytes", {"path": rel})
         return data
     finally:
         os.close(fd)
+
+
+def read_bounded(fd: int, max_bytes: int) -> bytes:
+    """Read at most ``max_bytes + 1`` bytes (one more than allowed shows a file grew)."""
+    chunks = []
+    remaining = max_bytes + 1
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_caller_file(source: str, max_bytes: int, prefix: str, exit_code: int = 2) -> bytes:
+    """Read a file named by the caller (a plan, an event batch, content) outside the forest.
+
+    ``-`` reads stdin. Otherwise the file must be a regular file, not a
+    symlink, and at most ``max_bytes`` long; each way it can fail has its
+    own code, ``<prefix>_unreadable``, ``_symlink``, ``_not_regular_file``
+    or ``_too_large``.
+    """
+    import errno
+    import sys
+
+    def reject(kind: str, message: str) -> ForestError:
+        return ForestError(f"{prefix}_{kind}", message, exit_code=exit_code)
+
+    too_large = reject("too_large", f"the input is larger than {max_bytes} bytes")
+    if source == "-":
+        data = sys.stdin.buffer.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise too_large
+        return data
+    try:
+        st = os.lstat(source)
+    except OSError:
+        raise reject("unreadable", "the file cannot be read") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise reject("symlink", "the file is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise reject("not_regular_file", "the input must be a regular file")
+    if st.st_size > max_bytes:
+        raise too_large
+    # The checks above ran on a name; the file can still refuse to open or to read
+    # (permissions, a symlink swapped in since, I/O errors): each is a clean rejection.
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise reject("symlink", "the file is a symlink") from None
+        raise reject("unreadable", "the file cannot be read") from None
+    try:
+        data = read_bounded(fd, max_bytes)
+    except OSError:
+        raise reject("unreadable", "the file cannot be read") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise too_large
+    return data
 
 
 def open_nofollow(root: Path, rel: str, flags: int = os.O_RDONLY) -> int:

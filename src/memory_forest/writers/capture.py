@@ -1,0 +1,265 @@
+"""``capture``: append raw events to ISTM, with credential redaction.
+
+Callers supply ``observed_at``, ``source``, ``kind`` and ``payload`` (and
+may supply ``event_id`` and further keys of their own). The tool fills
+``event_id`` when it is absent, ``captured_at`` (one UTC time per batch) and
+``sha256`` = sha256 of the canonical JSON of the stored payload. Events go
+to the dated shard ``06 istm/YYYY-MM-DD.jsonl`` of the capture day.
+
+Before anything is stored, every string value (in the payload and in the
+caller's own keys) is scanned for credential-shaped text, which is replaced
+by ``[REDACTED:<rule>]``; the result counts redactions per rule. A batch is
+all or nothing: one bad event rejects the batch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..documents import sha256_hex
+from ..errors import ForestError
+from ..jsonio import StrictJSONError, dumps, loads_strict
+from .transaction import Stage, run
+
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+MAX_EVENTS = 100_000
+MAX_EVENT_BYTES = 1024 * 1024
+MAX_LABEL = 200
+EVENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+_EVENT_ID = re.compile(EVENT_ID)
+CALLER_FIELDS = ("observed_at", "source", "kind", "payload")
+TOOL_FIELDS = ("captured_at", "sha256")
+_LABEL_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+# --- redaction --------------------------------------------------------------------------------
+
+# Rule name -> pattern. A group named ``keep`` is kept in front of the marker (the
+# "Bearer " or "password=" that says what the secret was); the rest becomes the marker.
+_KEYWORDS = r"password|passwd|pwd|token|secret|api_key|apikey|access_key|secret_key|client_secret"
+REDACTION_RULES: dict[str, str] = {
+    "private_key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?"
+                   r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+    "jwt": r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",
+    "bearer": r"(?P<keep_bearer>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}",
+    "api_key": r"\bsk-[A-Za-z0-9_-]{20,}",
+    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+    "slack_token": r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    "aws_access_key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    "assignment": rf"(?P<keep_assignment>(?i:\b[A-Za-z0-9_.-]*(?:{_KEYWORDS})[\"']?\s*[=:]\s*))"
+                  r"(?!\[REDACTED:)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&]+)",
+}
+_REDACT = re.compile("|".join(f"(?P<{name}>{pattern})"
+                              for name, pattern in REDACTION_RULES.items()))
+# Every rule needs one of these literals; testing for them first keeps clean text cheap.
+_TRIGGERS = re.compile(rf"(?i:PRIVATE KEY|eyJ|bearer|sk-|gh[pousr]_|github_pat_|xox|AKIA|ASIA|"
+                       rf"{_KEYWORDS})")
+
+
+def redact(value: Any, counts: dict[str, int]) -> Any:
+    """``value`` with credential-shaped strings replaced, counting per rule."""
+    if isinstance(value, str):
+        if not _TRIGGERS.search(value):
+            return value
+
+        def marker(match: re.Match[str]) -> str:
+            rule = match.lastgroup or "secret"
+            counts[rule] = counts.get(rule, 0) + 1
+            keep = match.groupdict().get(f"keep_{rule}") or ""
+            return f"{keep}[REDACTED:{rule}]"
+
+        return _REDACT.sub(marker, value)
+    if isinstance(value, dict):
+        return {key: redact(item, counts) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item, counts) for item in value]
+    return value
+
+
+# --- input ------------------------------------------------------------------------------------
+
+
+def parse_input(raw: bytes) -> list[dict[str, Any]]:
+    """One JSON object, or JSONL: one object per non-blank line."""
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        raise _bad("capture_not_utf8", "the input is not UTF-8") from None
+    try:
+        whole = loads_strict(text)
+    except StrictJSONError as exc:
+        if exc.kind != "syntax":
+            raise _json_error(exc, 1) from None
+        whole = None
+    else:
+        if not isinstance(whole, dict):
+            raise _bad("capture_not_object", "each event is one JSON object")
+        return [whole]
+    events = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = loads_strict(line)
+        except StrictJSONError as exc:
+            raise _json_error(exc, number) from None
+        if not isinstance(event, dict):
+            raise _bad("capture_not_object", "each event is one JSON object", line=number)
+        events.append(event)
+        if len(events) > MAX_EVENTS:
+            raise _bad("capture_too_many_events", f"a batch holds at most {MAX_EVENTS} events")
+    if not events:
+        raise _bad("capture_empty", "the input holds no event")
+    return events
+
+
+def _json_error(exc: StrictJSONError, line: int) -> ForestError:
+    code = {"duplicate_key": "capture_duplicate_key", "non_finite": "capture_non_finite"}.get(
+        exc.kind, "capture_invalid_json")
+    return _bad(code, f"line {line} is not strict JSON: {exc}", line=line)
+
+
+def _bad(code: str, message: str, **details: Any) -> ForestError:
+    return ForestError(code, message, details, exit_code=2)
+
+
+def check_event(event: dict[str, Any], number: int) -> None:
+    for key in CALLER_FIELDS:
+        if key not in event:
+            raise _bad("capture_missing_field", f"event {number} lacks '{key}'",
+                       event=number, field=key)
+    for key in TOOL_FIELDS:
+        if key in event:
+            raise _bad("capture_reserved_field", f"'{key}' is filled by the tool, not the caller",
+                       event=number, field=key)
+    event_id = event.get("event_id")
+    if event_id is not None and not (isinstance(event_id, str) and _EVENT_ID.fullmatch(event_id)):
+        raise _bad("capture_bad_event_id", "event_id is 1-128 letters, digits, '.', '_', ':' "
+                   "or '-', starting with a letter or digit", event=number)
+    if not _is_timestamp(event["observed_at"]):
+        raise _bad("capture_bad_observed_at", "observed_at must be an RFC 3339 timestamp with "
+                   "a time zone", event=number)
+    for key in ("source", "kind"):
+        value = event[key]
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_LABEL \
+                or _LABEL_BAD.search(value):
+            raise _bad(f"capture_bad_{key}", f"{key} must be a short one-line string",
+                       event=number)
+
+
+def _is_timestamp(value: Any) -> bool:
+    if not isinstance(value, str) or "T" not in value.upper():
+        return False
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return False
+    return parsed.tzinfo is not None
+
+
+# --- staging ----------------------------------------------------------------------------------
+
+
+def new_event_id(stamp: str, token: str, number: int) -> str:
+    """Sortable and unique: capture time, a per-batch random token, the batch position."""
+    return f"evt-{stamp}-{token}-{number:05d}"
+
+
+def stage_events(stage: Stage, events: list[dict[str, Any]]
+                 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Append ``events`` (already checked) to today's shard.
+
+    Returns the summary for the receipt and the stored record of each event,
+    in input order (for a duplicate, the record already stored).
+    """
+    captured_at = stage.now
+    day = captured_at[:10]
+    shard = f"06 istm/{day}.jsonl"
+    stamp = captured_at.replace("-", "").replace(":", "").replace(".", "")
+    token = os.urandom(4).hex()
+    counts: dict[str, int] = {}
+    prepared = []
+    for number, event in enumerate(events, start=1):
+        record = {key: redact(value, counts) for key, value in event.items()}
+        record["event_id"] = event.get("event_id") or new_event_id(stamp, token, number)
+        record["captured_at"] = captured_at
+        record["sha256"] = sha256_hex(dumps(record["payload"]).encode("utf-8"))
+        prepared.append(record)
+    known = stage.view.event_paths({record["event_id"] for record in prepared})
+    shards: dict[str, dict[str, dict[str, Any]]] = {}
+    batch: dict[str, dict[str, Any]] = {}
+    lines: list[str] = []
+    records: list[dict[str, Any]] = []
+    duplicates = 0
+    for number, record in enumerate(prepared, start=1):
+        event_id = record["event_id"]
+        previous = batch.get(event_id)
+        if previous is None and event_id in known:
+            previous = _stored(stage, known[event_id], event_id, shards)
+        if previous is not None:
+            if _content(previous) != _content(record):
+                raise ForestError("capture_event_conflict", "an event with this event_id "
+                                  "already exists with different content",
+                                  {"event_id": event_id, "event": number})
+            duplicates += 1
+            records.append(previous)
+            continue
+        line = dumps(record)
+        if len(line) > MAX_EVENT_BYTES:
+            raise _bad("capture_event_too_large", f"an event is at most {MAX_EVENT_BYTES} bytes "
+                       "of JSON", event=number)
+        batch[event_id] = record
+        records.append(record)
+        lines.append(line + "\n")
+    if lines:
+        before = stage.read(shard) or b""
+        if before and not before.endswith(b"\n"):
+            before += b"\n"
+        data = before + "".join(lines).encode("utf-8")
+        limit = stage.view.config.limits["max_file_bytes"]
+        if len(data) > limit:
+            raise ForestError("istm_shard_full", f"today's ISTM shard would exceed "
+                              f"max_file_bytes ({limit}); raise the limit in forest.json",
+                              {"path": shard, "size": len(data)})
+        stage.put(shard, data)
+    ids = [record["event_id"] for record in prepared]
+    summary = {"shard": shard if lines else None, "event_ids": ids, "captured": len(lines),
+               "duplicates": duplicates, "captured_at": captured_at, "redactions": counts}
+    return summary, records
+
+
+def _content(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if key != "captured_at"}
+
+
+def _stored(stage: Stage, path: str, event_id: str,
+            shards: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The stored record of ``event_id`` in the shard ``path`` (each shard parsed once)."""
+    if path not in shards:
+        shards[path] = {}
+        for line in (stage.read(path) or b"").decode("utf-8").split("\n"):
+            record = loads_strict(line) if line.strip() else None
+            if isinstance(record, dict) and isinstance(record.get("event_id"), str):
+                shards[path][record["event_id"]] = record
+    return shards[path].get(event_id)
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def capture(root: str | Path, source: str, transaction_id: str | None = None,
+            wait: float = 0.0) -> dict[str, Any]:
+    """Read events from a file (or ``-`` for stdin) and capture them in one transaction."""
+    from ..safety import read_caller_file
+
+    events = parse_input(read_caller_file(source, MAX_INPUT_BYTES, "capture_input"))
+    for number, event in enumerate(events, start=1):
+        check_event(event, number)
+
+    def prepare(stage: Stage) -> None:
+        stage.details.update(stage_events(stage, events)[0])
+
+    return run(root, "capture", events, transaction_id, prepare, wait)

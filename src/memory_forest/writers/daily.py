@@ -1,0 +1,89 @@
+"""``apply-daily``: add entries to the Daily record of one date.
+
+Each entry becomes a ``## <entry_id>`` section (a stable anchor that
+``sources`` can cite as ``05 daily/YYYY-MM-DD.md#<entry_id>``) holding the
+inert summary and a ``Sources:`` line naming each ISTM event as a plain
+path in backticks (Daily holds no wikilinks). Every cited event must exist,
+and an entry id is unique across all Daily records.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import ForestError
+from . import parents, plans
+from .markdown import body_of, clean_text, document, inert
+from .transaction import Stage, run
+
+
+def entry_section(entry_id: str, summary: str, pointers: list[str]) -> str:
+    sources = ", ".join(f"`{pointer}`" for pointer in pointers)
+    text = clean_text(summary, "summary", "plan_summary").strip("\n")
+    return f"## {entry_id}\n\n{inert(text)}\n\nSources: {sources}"
+
+
+def entry_text(text: str, entry_id: str) -> str:
+    """The Markdown of one Daily entry: the lines under ``## entry_id`` up to the next heading."""
+    lines = body_of(text).split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip() == f"## {entry_id}"), None)
+    if start is None:
+        raise ForestError("daily_entry_missing", "the Daily entry heading was not found",
+                          {"entry_id": entry_id})
+    end = start + 1
+    while end < len(lines) and not re.match(r"#{1,2} ", lines[end]):
+        end += 1
+    return "\n".join(lines[start + 1:end]).strip("\n")
+
+
+def resolve_entries(stage: Stage, entry_ids: list[str]) -> dict[str, str]:
+    """Entry id -> the one Daily file holding it (``daily_entry_missing``/``_ambiguous``)."""
+    known = stage.view.entry_paths(set(entry_ids))
+    found = {}
+    for entry_id in entry_ids:
+        paths = known.get(entry_id, [])
+        if not paths:
+            raise ForestError("daily_entry_missing", "no Daily record has this entry",
+                              {"entry_id": entry_id})
+        if len(paths) > 1:
+            raise ForestError("daily_entry_ambiguous", "several Daily records have this entry",
+                              {"entry_id": entry_id, "paths": paths})
+        found[entry_id] = paths[0]
+    return found
+
+
+def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
+    plan = plans.load("daily", source)
+
+    def prepare(stage: Stage) -> None:
+        events = stage.view.event_paths({rid for entry in plan.entries
+                                         for rid in entry.source_record_ids})
+        known = stage.view.entry_paths({entry.entry_id for entry in plan.entries})
+        sections = []
+        for entry in plan.entries:
+            if entry.entry_id in known:
+                raise ForestError("daily_entry_exists", "a Daily entry with this id exists",
+                                  {"entry_id": entry.entry_id, "path": known[entry.entry_id][0]})
+            missing = [rid for rid in entry.source_record_ids if rid not in events]
+            if missing:
+                raise ForestError("daily_source_missing", "an entry cites ISTM events that do "
+                                  "not exist", {"entry_id": entry.entry_id,
+                                                "event_ids": missing[:20]})
+            sections.append(entry_section(entry.entry_id, entry.summary, [
+                f"{events[rid]}#{rid}" for rid in entry.source_record_ids]))
+        path = f"05 daily/{plan.date}.md"
+        text = stage.text(path)
+        block = "\n\n".join(sections)
+        if text is None:
+            title = f"Daily {plan.date}"
+            meta = parents.new_meta(stage, "daily", title)
+            stage.put(path, document(meta, title, None, block))
+        else:
+            stage.put(path, parents.touch(stage, text).rstrip("\n") + "\n\n" + block + "\n")
+        stage.details.update({"path": path, "created": text is None,
+                              "entries": [entry.entry_id for entry in plan.entries]})
+
+    return run(root, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
+               prepare, wait)

@@ -1,0 +1,325 @@
+"""The write-ahead journal: every transaction can be finished or undone after a crash.
+
+Layout, under ``.memory-forest/journal/`` (one transaction at a time, under
+the lock)::
+
+    manifest.json   transaction id, operation, state, entries, created dirs,
+                    and the receipt draft
+    before-N        the previous file of entry N (a hard link to it, or a copy)
+    after-N         the new bytes of entry N, until they are renamed into place
+
+A transaction is staged in ``journal-staging-<hex>/`` and renamed to
+``journal/`` in one step, so a live journal always has its manifest.
+
+The rule recovery follows:
+
+- state ``prepared`` (any canonical file may or may not have been replaced):
+  **roll back**. Each file whose bytes are not the before-image gets it back
+  (renaming ``before-N``, the original inode, over it: same bytes, mode and
+  mtime), files that did not exist are removed, created directories that are
+  empty again are removed.
+- state ``rolling_back`` (a handled failure began to undo the transaction):
+  **roll back**, as for ``prepared``.
+- state ``written`` (every canonical file is in place and fsynced): **roll
+  forward**. Any file still missing its after-image gets it, and the index
+  update and the receipt, which are idempotent, are done again.
+
+Both directions are idempotent, so a crash during recovery is recovered by
+the next recovery. The journal is removed by unlinking the manifest first: a
+``journal/`` without a manifest, and any ``journal-staging-*``, is debris
+from a run that never changed a canonical byte.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..documents import sha256_hex
+from ..errors import ForestError
+from ..jsonio import StrictJSONError, dumps, loads_strict
+from ..layers import STATE_DIR
+from ..safety import FILE_MODE, fsync_dir, mkdir_private, read_regular, write_private
+
+JOURNAL = "journal"
+STAGING_PREFIX = "journal-staging-"
+MANIFEST = "manifest.json"
+FORMAT = 1
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+
+# --- test hooks ------------------------------------------------------------------------------
+# For tests only, never set in use. MEMORY_FOREST_TEST_CRASH_AT=<step> makes the process
+# SIGKILL itself when it reaches that step (recovery must finish or undo the write);
+# MEMORY_FOREST_TEST_FAIL_AT=<step>[,<step>...] raises an OSError there instead (the
+# writer itself must undo it).
+# Steps: staged, journaled, writing, written, indexed, receipted, recovering.
+CRASH_ENV = "MEMORY_FOREST_TEST_CRASH_AT"
+FAIL_ENV = "MEMORY_FOREST_TEST_FAIL_AT"
+
+
+def crash_point(step: str) -> None:
+    if os.environ.get(CRASH_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if step in os.environ.get(FAIL_ENV, "").split(","):
+        raise OSError(errno.EIO, f"injected failure at {step}")
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Journal:
+    root: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dir(self) -> Path:
+        return self.root / STATE_DIR / JOURNAL
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        return self.manifest["entries"]
+
+    @property
+    def touched(self) -> list[str]:
+        return [entry["path"] for entry in self.entries]
+
+    def _save(self) -> None:
+        write_private(self.dir / MANIFEST, dumps(self.manifest).encode())
+
+
+def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, bytes],
+          befores: dict[str, bytes | None], new_dirs: list[str],
+          draft: dict[str, Any]) -> Journal:
+    """Stage before- and after-images and publish the journal (state ``prepared``)."""
+    state_dir = root / STATE_DIR
+    staging = state_dir / f"{STAGING_PREFIX}{os.urandom(6).hex()}"
+    mkdir_private(staging)
+    try:
+        # The staging directory is new and private, and appears as journal/ only by the
+        # rename below: its files need their bytes on disk, not renames of their own.
+        entries = []
+        for slot, path in enumerate(sorted(changes)):
+            before, after = befores.get(path), changes[path]
+            if before is not None:
+                _keep_before(root / path, staging / f"before-{slot}", before)
+            _write_new(staging / f"after-{slot}", after)
+            entries.append({"path": path, "slot": slot, "after": _image(after),
+                            "before": None if before is None else _image(before)})
+        crash_point("staged")
+        manifest = {"format": FORMAT, "transaction_id": transaction_id, "operation": operation,
+                    "state": "prepared", "entries": entries, "dirs": new_dirs, "draft": draft}
+        _write_new(staging / MANIFEST, dumps(manifest).encode())
+        fsync_dir(staging)
+        os.rename(staging, state_dir / JOURNAL)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    fsync_dir(state_dir)
+    return Journal(root, manifest)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (0600 from the start) with ``data`` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _image(data: bytes) -> dict[str, Any]:
+    return {"sha256": sha256_hex(data), "size": len(data)}
+
+
+def _keep_before(target: Path, keep: Path, data: bytes) -> None:
+    """A hard link keeps the original inode (bytes, mode, mtime); a copy where links fail."""
+    try:
+        os.link(target, keep, follow_symlinks=False)
+        return
+    except OSError:
+        pass
+    st = os.lstat(target)
+    _write_new(keep, data)
+    os.utime(keep, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def apply(journal: Journal) -> None:
+    """Put every after-image in place, then mark the journal ``written``."""
+    root = journal.root
+    for rel in journal.manifest["dirs"]:
+        if not os.path.lexists(root / rel):
+            mkdir_private(root / rel)
+            fsync_dir((root / rel).parent)
+    parents: dict[Path, None] = {}
+    for number, entry in enumerate(journal.entries):
+        target = root / entry["path"]
+        os.rename(journal.dir / f"after-{entry['slot']}", target)
+        parents[target.parent] = None
+        if number == 0:
+            crash_point("writing")
+    for parent in parents:  # every rename durable before the state says so
+        fsync_dir(parent)
+    journal.manifest["state"] = "written"
+    journal._save()
+    crash_point("written")
+
+
+def finish(journal: Journal) -> None:
+    """Remove the journal: the manifest first, so a half-removed journal is plain debris.
+
+    No fsync here: if a power loss brought a finished journal back, its state is
+    ``written`` and rolling it forward again is a no-op (the files, the index rows
+    and the receipt are already what it describes).
+    """
+    (journal.dir / MANIFEST).unlink()
+    shutil.rmtree(journal.dir)
+
+
+def rollback(journal: Journal, max_bytes: int) -> None:
+    """Give every touched path its before-image back; remove directories we created.
+
+    The state becomes ``rolling_back`` first, so that a recovery after a crash
+    in here goes on undoing (the after-images may already be gone).
+    """
+    root = journal.root
+    if journal.manifest["state"] != "rolling_back":
+        journal.manifest["state"] = "rolling_back"
+        journal._save()
+    for number, entry in enumerate(reversed(journal.entries)):
+        target = root / entry["path"]
+        current = _current_sha(root, entry["path"], max_bytes)
+        before = entry["before"]
+        if before is None:
+            if current is not None:
+                target.unlink()
+                fsync_dir(target.parent)
+        elif current != before["sha256"]:
+            keep = journal.dir / f"before-{entry['slot']}"
+            if not os.path.lexists(keep):
+                raise _corrupt(entry["path"])
+            os.rename(keep, target)
+            fsync_dir(target.parent)
+        if number == 0:
+            crash_point("recovering")
+    for rel in reversed(journal.manifest["dirs"]):
+        try:
+            os.rmdir(root / rel)
+            fsync_dir((root / rel).parent)
+        except OSError:
+            pass  # not created by us after all, or not empty: leave it
+
+
+def roll_forward(journal: Journal, max_bytes: int) -> None:
+    root = journal.root
+    for number, entry in enumerate(journal.entries):
+        if _current_sha(root, entry["path"], max_bytes) == entry["after"]["sha256"]:
+            continue
+        staged = journal.dir / f"after-{entry['slot']}"
+        if not os.path.lexists(staged):
+            raise _corrupt(entry["path"])
+        os.rename(staged, root / entry["path"])
+        fsync_dir((root / entry["path"]).parent)
+        if number == 0:
+            crash_point("recovering")
+
+
+def _current_sha(root: Path, rel: str, max_bytes: int) -> str | None:
+    try:
+        return sha256_hex(read_regular(root, rel, max_bytes))
+    except ForestError as exc:
+        if exc.code == "not_found":
+            return None
+        raise
+
+
+def _corrupt(path: str) -> ForestError:
+    return ForestError("journal_corrupt", "the write-ahead journal is missing an image it "
+                       "needs; the forest was left as it is", {"path": path})
+
+
+# --- recovery ---------------------------------------------------------------------------------
+
+
+def pending(root: Path) -> bool:
+    state_dir = root / STATE_DIR
+    try:
+        names = os.listdir(state_dir)
+    except FileNotFoundError:
+        return False
+    return any(name == JOURNAL or name.startswith(STAGING_PREFIX) for name in names)
+
+
+def describe(root: Path) -> dict[str, Any]:
+    """What ``doctor`` reports: no journal, debris, or an interrupted transaction."""
+    if not pending(root):
+        return {"state": "clear"}
+    journal = load(root)
+    if journal is None:
+        return {"state": "debris"}
+    return {"state": "interrupted", "transaction_id": journal.manifest["transaction_id"],
+            "operation": journal.manifest["operation"],
+            "phase": journal.manifest["state"], "paths": journal.touched}
+
+
+def load(root: Path) -> Journal | None:
+    journal = Journal(root)
+    try:
+        raw = read_regular(root, f"{STATE_DIR}/{JOURNAL}/{MANIFEST}", MAX_MANIFEST_BYTES)
+    except ForestError as exc:
+        if exc.code == "not_found":
+            return None
+        raise
+    try:
+        journal.manifest = loads_strict(raw)
+    except StrictJSONError:
+        raise ForestError("journal_corrupt", "the journal manifest is not valid JSON") from None
+    if not isinstance(journal.manifest, dict) or journal.manifest.get("format") != FORMAT:
+        raise ForestError("journal_corrupt", "the journal manifest has an unknown format")
+    return journal
+
+
+def recover(root: Path) -> dict[str, Any] | None:
+    """Finish or undo an interrupted transaction (caller holds the lock); None if none."""
+    from .. import index
+    from ..config import load_config
+    from . import receipts
+
+    if not pending(root):
+        return None
+    state_dir = root / STATE_DIR
+    for name in os.listdir(state_dir):
+        if name.startswith(STAGING_PREFIX):
+            shutil.rmtree(state_dir / name)
+    journal = load(root) if (state_dir / JOURNAL).exists() else None
+    if journal is None:
+        if (state_dir / JOURNAL).exists():
+            shutil.rmtree(state_dir / JOURNAL)
+        fsync_dir(state_dir)
+        return {"action": "discarded_debris"}
+    max_bytes = load_config(root).limits["max_file_bytes"]
+    manifest = journal.manifest
+    if manifest["state"] == "written":
+        roll_forward(journal, max_bytes)
+        summary = index.update_paths(root, journal.touched) \
+            if index.index_path(root).exists() else {"mode": "skipped"}
+        if receipts.load(root, manifest["transaction_id"]) is None:
+            receipts.write(root, receipts.complete(manifest["draft"], summary))
+        action = "rolled_forward"
+    else:
+        rollback(journal, max_bytes)
+        if index.index_path(root).exists():
+            index.update_paths(root, journal.touched)
+        action = "rolled_back"
+    finish(journal)
+    return {"action": action, "transaction_id": manifest["transaction_id"],
+            "operation": manifest["operation"], "paths": journal.touched}

@@ -1,0 +1,357 @@
+"""Plans: strict, versioned, closed JSON documents that say what a writer should do.
+
+Three kinds: the Daily Plan (``apply-daily``), the Structured Sweep Plan
+(``apply-structured``) and the Promotion Plan (``promote``). A plan is
+untrusted data, parsed like a QueryPlan: strict JSON (duplicate keys,
+NaN/Infinity rejected), closed objects (unknown fields rejected), exact
+types, bounded sizes, and every way a plan can be wrong has its own
+``plan_*`` code, with ``details.loc`` naming the field. The JSON Schemas in
+``docs/*.schema.json`` are generated from these models (``write_schemas``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import unicodedata
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ForestError
+from ..jsonio import StrictJSONError, loads_strict
+from ..queryplan import exact_integer_version
+from .capture import EVENT_ID
+from .receipts import TRANSACTION_ID
+
+MAX_PLAN_BYTES = 4 * 1024 * 1024
+MAX_TEXT = 256 * 1024
+ENTRY_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+SHA256 = r"^[0-9a-f]{64}$"
+DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+TransactionId = Annotated[str, Field(pattern=TRANSACTION_ID,
+                                     description="Unique per transaction; an exact retry "
+                                     "returns the original receipt.")]
+EntryId = Annotated[str, Field(pattern=ENTRY_ID, description="A Daily entry id (its ## anchor).")]
+Segment = Annotated[str, Field(min_length=1, max_length=200)]
+Title = Annotated[str, Field(min_length=1, max_length=200)]
+Sha256 = Annotated[str, Field(pattern=SHA256)]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+
+
+class _Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Versioned(_Plan):
+    schema_version: Literal[1]
+    transaction_id: TransactionId
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _exactly_the_integer(cls, value: object) -> object:
+        return exact_integer_version(value)
+
+
+# --- Daily Plan -------------------------------------------------------------------------------
+
+
+class DailyEntry(_Plan):
+    """One entry of a Daily record: a summary of the ISTM events it cites."""
+
+    entry_id: EntryId
+    source_record_ids: list[Annotated[str, Field(pattern=EVENT_ID)]] = Field(
+        min_length=1, max_length=1000, description="ISTM event ids; each must exist.")
+    summary: Text = Field(min_length=1)
+
+
+class DailyPlan(_Versioned):
+    """Add entries to the Daily record of one date (05 daily/YYYY-MM-DD.md)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="Memory Forest Daily Plan")
+    date: str = Field(pattern=DATE)
+    entries: list[DailyEntry] = Field(min_length=1, max_length=500)
+
+
+# --- Structured Sweep Plan --------------------------------------------------------------------
+
+
+class XltmTarget(_Plan):
+    layer: Literal["xltm"]
+
+
+class LtmTarget(_Plan):
+    layer: Literal["ltm"]
+    tree: Segment
+
+
+class MtmTarget(_Plan):
+    layer: Literal["mtm"]
+    tree: Segment
+    branch: Segment
+
+
+class StmTarget(_Plan):
+    layer: Literal["stm"]
+    tree: Segment
+    branch: Segment
+    leaf: Segment
+
+
+Target = Annotated[XltmTarget | LtmTarget | MtmTarget | StmTarget, Field(discriminator="layer")]
+
+
+class FrontmatterFields(_Plan):
+    """The frontmatter a plan may set; id, dates and status belong to the tool."""
+
+    title: Title | None = None
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        default=None, max_length=50)
+    sources: list[Annotated[str, Field(min_length=1, max_length=1000)]] | None = Field(
+        default=None, max_length=200)
+
+
+class Disposition(_Plan):
+    entry_id: EntryId
+    disposition: Literal["promoted", "already_covered", "source_only", "promotion_debt"]
+
+
+class Change(_Plan):
+    """Create or replace one structured document, named by its semantic target."""
+
+    target: Target
+    operation: Literal["create", "replace"]
+    body: Text = Field(description="Full body text; inert (escaped) when written.")
+    frontmatter: FrontmatterFields = Field(default_factory=FrontmatterFields)
+    preimage_sha256: Sha256 | None = Field(
+        default=None, description="replace only: sha256 of the current file bytes.")
+    supersedes: str | None = Field(default=None, min_length=1, max_length=200,
+                                   description="create only: id of the record this replaces.")
+    daily_entries: list[Disposition] = Field(default_factory=list, max_length=500)
+
+
+class StructuredSweepPlan(_Versioned):
+    """Changes to XLTM/LTM/MTM/STM, bound to the snapshot they were reviewed against."""
+
+    model_config = ConfigDict(extra="forbid", strict=True,
+                              title="Memory Forest Structured Sweep Plan")
+    snapshot_sha256: Sha256 = Field(description="From structured-context.")
+    changes: list[Change] = Field(min_length=1, max_length=200)
+
+
+# --- Promotion Plan ---------------------------------------------------------------------------
+
+
+class PromotionRoute(_Plan):
+    tree: Segment
+    tree_title: Title
+    branch: Segment
+    branch_title: Title
+    leaf: Segment
+
+
+class PromotionPlan(_Versioned):
+    """Promote Daily entries into one STM leaf (created with its parents if missing)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="Memory Forest Promotion Plan")
+    entry_ids: list[EntryId] = Field(min_length=1, max_length=200)
+    route: PromotionRoute
+    title: Title | None = Field(default=None, description="Title of a new leaf.")
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+KINDS: dict[str, type[_Versioned]] = {
+    "daily": DailyPlan,
+    "structured": StructuredSweepPlan,
+    "promotion": PromotionPlan,
+}
+SCHEMA_FILES = {
+    "daily": "daily-plan.schema.json",
+    "structured": "structured-sweep-plan.schema.json",
+    "promotion": "promotion-plan.schema.json",
+}
+
+
+def load(kind: str, source: str) -> Any:
+    from ..safety import read_caller_file
+
+    return parse(kind, read_caller_file(source, MAX_PLAN_BYTES, "plan"))
+
+
+def parse(kind: str, raw: bytes | str) -> Any:
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > MAX_PLAN_BYTES:
+        raise reject("plan_too_large", f"a plan is at most {MAX_PLAN_BYTES} bytes")
+    try:
+        data = loads_strict(raw)
+    except StrictJSONError as exc:
+        code = "plan_duplicate_key" if exc.kind == "duplicate_key" else "plan_invalid_json"
+        raise reject(code, f"the plan is not strict JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise reject("plan_not_object", "a plan is one JSON object")
+    try:
+        plan = KINDS[kind].model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(exc) from None
+    _check_text(data)
+    _CHECKS[kind](plan)
+    return plan
+
+
+def _from_validation(exc: ValidationError) -> ForestError:
+    error = exc.errors()[0]
+    kind, loc = error["type"], tuple(str(part) for part in error["loc"])
+    where = ".".join(loc)
+    last = next((part for part in reversed(loc) if not part.isdigit()), "")
+    if kind == "extra_forbidden":
+        return reject("plan_unknown_field", f"unknown field '{where}'", where)
+    if loc and loc[0] == "schema_version":
+        if kind == "missing":
+            return reject("plan_missing_field", "schema_version is required", where)
+        return reject("plan_bad_schema_version", "schema_version must be exactly 1", where)
+    if kind == "missing":
+        return reject("plan_missing_field", f"'{where}' is required", where)
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        return reject("plan_bad_target_layer",
+                      "target.layer must be one of xltm, ltm, mtm, stm", where)
+    by_field = {"transaction_id": "plan_bad_transaction_id", "entry_id": "plan_bad_entry_id",
+                "entry_ids": "plan_bad_entry_id", "source_record_ids": "plan_bad_event_id",
+                "date": "plan_bad_date", "operation": "plan_bad_operation",
+                "disposition": "plan_bad_disposition", "snapshot_sha256": "plan_bad_sha256",
+                "preimage_sha256": "plan_bad_sha256"}
+    if kind == "too_long" and error.get("ctx", {}).get("field_type") == "List":
+        return reject("plan_too_many_items", f"'{where}' has too many items", where)
+    if kind == "too_short" and error.get("ctx", {}).get("field_type") == "List":
+        return reject("plan_empty_list", f"'{where}' must not be empty", where)
+    if kind in ("string_too_long",) and last not in by_field:
+        return reject("plan_text_too_long", f"'{where}' is too long", where)
+    if kind in ("string_too_short",) and last not in by_field:
+        return reject("plan_empty_text", f"'{where}' must not be empty", where)
+    if last in by_field:
+        return reject(by_field[last], f"'{where}' is not valid", where)
+    return reject("plan_bad_value", f"'{where}' has the wrong type or value", where)
+
+
+def reject(code: str, message: str, loc: str | None = None) -> ForestError:
+    return ForestError(code, message, {"loc": loc} if loc else {}, exit_code=2)
+
+
+def _check_text(data: Any, loc: str = "") -> None:
+    """No control characters (other than line ends and tab) and only NFC text, anywhere."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            _check_text(value, f"{loc}.{key}" if loc else key)
+    elif isinstance(data, list):
+        for number, value in enumerate(data):
+            _check_text(value, f"{loc}.{number}")
+    elif isinstance(data, str):
+        if any(unicodedata.category(ch) == "Cc" and ch not in "\n\r\t" for ch in data):
+            raise reject("plan_control_character", f"'{loc}' holds a control character", loc)
+        if unicodedata.normalize("NFC", data) != data:
+            raise reject("plan_not_nfc", f"'{loc}' must be NFC-normalized", loc)
+
+
+def _check_segments(pairs: list[tuple[str, str, str]]) -> None:
+    from .markdown import check_linkable
+
+    for value, what, loc in pairs:
+        try:
+            check_linkable(value, what)
+        except ForestError as exc:
+            raise reject("plan_bad_segment", f"{exc.message}", loc) from None
+
+
+def _check_titles(pairs: list[tuple[str | None, str]]) -> None:
+    from .markdown import check_title
+
+    for value, loc in pairs:
+        if value is not None:
+            try:
+                check_title(value)
+            except ForestError as exc:
+                raise reject("plan_bad_title", exc.message, loc) from None
+
+
+def _unique(values: list[str], code: str, what: str, loc: str) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise reject(code, f"{what} '{value[:80]}' appears twice", loc)
+        seen.add(value)
+
+
+def _check_daily(plan: DailyPlan) -> None:
+    try:
+        dt.date.fromisoformat(plan.date)
+    except ValueError:
+        raise reject("plan_bad_date", "date is not a calendar date", "date") from None
+    _unique([entry.entry_id for entry in plan.entries], "plan_duplicate_entry_id", "entry_id",
+            "entries")
+    for number, entry in enumerate(plan.entries):
+        if not entry.summary.strip():
+            raise reject("plan_empty_text", "summary is empty", f"entries.{number}.summary")
+
+
+def _check_promotion(plan: PromotionPlan) -> None:
+    route = plan.route
+    _check_segments([(route.tree, "tree", "route.tree"), (route.branch, "branch", "route.branch"),
+                     (route.leaf, "leaf", "route.leaf")])
+    _check_titles([(route.tree_title, "route.tree_title"),
+                   (route.branch_title, "route.branch_title"), (plan.title, "title")])
+    _unique(plan.entry_ids, "plan_duplicate_entry_id", "entry id", "entry_ids")
+
+
+def _check_structured(plan: StructuredSweepPlan) -> None:
+    targets = []
+    dispositions = []
+    for number, change in enumerate(plan.changes):
+        loc = f"changes.{number}"
+        target = change.target
+        _check_segments([(getattr(target, name), name, f"{loc}.target.{name}")
+                         for name in ("tree", "branch", "leaf") if hasattr(target, name)])
+        _check_titles([(change.frontmatter.title, f"{loc}.frontmatter.title")])
+        _check_titles([(tag, f"{loc}.frontmatter.tags") for tag in change.frontmatter.tags or []])
+        if change.operation == "replace" and change.preimage_sha256 is None:
+            raise reject("plan_replace_without_preimage",
+                         "a replace must carry the preimage_sha256 of the current file", loc)
+        if change.operation == "create" and change.preimage_sha256 is not None:
+            raise reject("plan_create_with_preimage", "a create has no preimage", loc)
+        if change.operation == "create" and change.frontmatter.title is None:
+            raise reject("plan_missing_title", "a create needs frontmatter.title", loc)
+        if change.supersedes is not None and change.operation != "create":
+            raise reject("plan_supersedes_requires_create",
+                         "only a new record can supersede another", loc)
+        if change.supersedes is not None and target.layer == "xltm":
+            raise reject("plan_supersedes_requires_create", "the root map is never superseded",
+                         loc)
+        targets.append(json.dumps(target.model_dump(), sort_keys=True))
+        dispositions += [item.entry_id for item in change.daily_entries]
+    _unique(targets, "plan_duplicate_target", "target", "changes")
+    _unique(dispositions, "plan_duplicate_disposition", "Daily entry", "changes")
+
+
+_CHECKS = {"daily": _check_daily, "structured": _check_structured, "promotion": _check_promotion}
+
+
+# --- JSON Schemas -----------------------------------------------------------------------------
+
+
+def schema_text(kind: str) -> str:
+    schema = KINDS[kind].model_json_schema()
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_schemas(docs: Path) -> None:
+    """Regenerate ``docs/*.schema.json``: ``python -m memory_forest.writers.plans docs``."""
+    for kind, name in SCHEMA_FILES.items():
+        (docs / name).write_text(schema_text(kind), encoding="utf-8")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    write_schemas(Path(sys.argv[1]))

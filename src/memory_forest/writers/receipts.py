@@ -1,0 +1,80 @@
+"""Receipts: ``.memory-forest/receipts/<transaction_id>.json``, one per transaction, 0600.
+
+A receipt binds the operation, the sha256 of the request (the plan, or the
+command's canonical arguments), every touched path with its before and after
+sha256, and the summaries of the check and of the index update. It is what
+an exact retry returns (with ``already_applied: true``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..documents import sha256_hex
+from ..errors import ForestError
+from ..jsonio import StrictJSONError, dumps, loads_strict
+from ..layers import STATE_DIR
+from ..safety import makedirs_private, read_regular, write_private
+
+RECEIPTS = "receipts"
+RECEIPT_VERSION = 1
+MAX_RECEIPT_BYTES = 64 * 1024 * 1024
+TRANSACTION_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+_TRANSACTION_ID = re.compile(TRANSACTION_ID)
+
+
+def now() -> str:
+    """RFC 3339 UTC with milliseconds, the timestamp shape every writer uses."""
+    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def new_transaction_id() -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return f"tx-{stamp}-{os.urandom(4).hex()}"
+
+
+def check_transaction_id(transaction_id: str) -> str:
+    if not _TRANSACTION_ID.fullmatch(transaction_id):
+        raise ForestError("transaction_id_invalid",
+                          "a transaction id is 1-128 letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit", exit_code=2)
+    return transaction_id
+
+
+def request_sha256(operation: str, request: Any) -> str:
+    return sha256_hex(dumps({"operation": operation, "request": request}).encode())
+
+
+def relpath(transaction_id: str) -> str:
+    return f"{STATE_DIR}/{RECEIPTS}/{transaction_id}.json"
+
+
+def load(root: Path, transaction_id: str) -> dict[str, Any] | None:
+    try:
+        raw = read_regular(root, relpath(transaction_id), MAX_RECEIPT_BYTES)
+    except ForestError as exc:
+        if exc.code == "not_found":
+            return None
+        raise
+    try:
+        data = loads_strict(raw)
+    except StrictJSONError:
+        data = None
+    if not isinstance(data, dict):
+        raise ForestError("receipt_corrupt", "a stored receipt is not a JSON object",
+                          {"path": relpath(transaction_id)})
+    return data
+
+
+def complete(draft: dict[str, Any], index_summary: dict[str, Any]) -> dict[str, Any]:
+    return {**draft, "index": index_summary}
+
+
+def write(root: Path, receipt: dict[str, Any]) -> None:
+    makedirs_private(root, f"{STATE_DIR}/{RECEIPTS}")
+    write_private(root / relpath(receipt["transaction_id"]), (dumps(receipt) + "\n").encode())

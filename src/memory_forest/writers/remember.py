@@ -1,0 +1,66 @@
+"""``remember``: one durable fact now, captured and filed in one transaction.
+
+The content becomes an ISTM event (redacted like any capture) and a block in
+the STM leaf ``04 stm/<tree>/<branch>/<leaf>.md``: a new leaf is created with
+its missing parents, an existing one gets the block appended. Either way the
+leaf's ``sources`` point at the event.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..routes import ltm_path, mtm_path, stm_path
+from . import parents
+from .capture import check_event, stage_events
+from .markdown import check_linkable, check_title, clean_text, inert
+from .receipts import now
+from .transaction import Stage, run
+
+MAX_CONTENT_BYTES = 256 * 1024
+
+
+def entry_block(when: str, pointer: str, text: str) -> str:
+    """One remembered block: when and from which source, then the inert text."""
+    return f"Remembered {when} from `{pointer}`:\n\n{inert(text)}"
+
+
+def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str, content: str,
+             source: str = "memory-forest", tree_title: str | None = None,
+             branch_title: str | None = None, tags: list[str] | None = None,
+             transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
+    for segment, what in ((tree, "tree"), (branch, "branch"), (leaf, "leaf")):
+        check_linkable(segment, what)
+    title = check_title(title)
+    titles = {path: check_title(value) for path, value in
+              ((ltm_path(tree), tree_title), (mtm_path(tree, branch), branch_title)) if value}
+    content = clean_text(content)
+    if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
+        from ..errors import ForestError
+
+        raise ForestError("content_too_large", f"content is at most {MAX_CONTENT_BYTES} bytes",
+                          exit_code=2)
+    tags = [check_title(tag, "tag") for tag in tags or []]
+    path = stm_path(tree, branch, leaf)
+    request = {"tree": tree, "branch": branch, "leaf": leaf, "title": title, "content": content,
+               "source": source, "tree_title": tree_title, "branch_title": branch_title,
+               "tags": tags}
+
+    def event(observed_at: str) -> dict[str, Any]:
+        return {"observed_at": observed_at, "source": source, "kind": "remember",
+                "payload": {"text": content, "title": title,
+                            "route": {"tree": tree, "branch": branch, "leaf": leaf}}}
+
+    check_event(event(now()), 1)
+
+    def prepare(stage: Stage) -> None:
+        captured, records = stage_events(stage, [event(stage.now)])
+        event_id = records[0]["event_id"]
+        pointer = f"{captured['shard']}#{event_id}"
+        block = entry_block(stage.now, pointer, records[0]["payload"]["text"])
+        created = parents.add_to_leaf(stage, path, title, block, titles, [pointer], tags)
+        stage.details.update({"path": path, "created": created, "event_id": event_id,
+                              "shard": captured["shard"], "redactions": captured["redactions"]})
+
+    return run(root, "remember", request, transaction_id, prepare, wait)

@@ -1,0 +1,98 @@
+"""``supersede``: a new record replaces an old one; the old one stays, marked.
+
+``supersede ROOT --id OLD --file NEW.md`` creates the new record beside the
+old one (same layer and owner; its name is the file's stem), with
+``supersedes: OLD``, and sets ``status: superseded`` and
+``superseded_by: <new id>`` on the old record. The old record's body is
+never changed. NEW.md may carry frontmatter with ``title``, ``tags`` and
+``sources`` only; its first ``# `` heading, if any, is the title when the
+frontmatter has none. Its text is written inert.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ForestError
+from ..routes import mtm_path, parse_route, stm_path
+from . import parents
+from .markdown import check_linkable, check_title, clean_text, inert
+from .transaction import Stage, run
+
+MAX_FILE_BYTES = 1024 * 1024
+ALLOWED_KEYS = ("title", "tags", "sources")
+
+
+def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
+    """(stem, frontmatter, body) of NEW.md, checked."""
+    from ..documents import split_frontmatter
+    from ..safety import read_caller_file
+
+    stem = os.path.basename(file)
+    if not stem.endswith(".md"):
+        raise ForestError("supersede_file_not_markdown", "the new record must be a .md file",
+                          exit_code=2)
+    stem = stem[:-3]
+    raw = read_caller_file(file, MAX_FILE_BYTES, "supersede_file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ForestError("supersede_file_not_utf8", "the new record is not UTF-8",
+                          exit_code=2) from None
+    try:
+        meta, body, _ = split_frontmatter(text)
+    except ValueError:
+        raise ForestError("supersede_frontmatter_invalid", "the new record's frontmatter is "
+                          "not well-formed YAML", exit_code=2) from None
+    extra = sorted(set(map(str, meta)) - set(ALLOWED_KEYS))
+    if extra:
+        raise ForestError("supersede_frontmatter_field_not_allowed",
+                          f"the new record may only set {', '.join(ALLOWED_KEYS)}",
+                          {"fields": extra[:20]}, exit_code=2)
+    for key in ("tags", "sources"):
+        value = meta.get(key)
+        if value is not None and not (isinstance(value, list)
+                                      and all(isinstance(v, str) for v in value)):
+            raise ForestError("supersede_frontmatter_invalid", f"'{key}' must be a list of "
+                              "strings", exit_code=2)
+    title = meta.get("title")
+    lines = body.lstrip("\n").split("\n")
+    if lines and lines[0].startswith("# "):
+        title = title or lines[0][2:].strip()
+        body = "\n".join(lines[1:])
+    meta["title"] = check_title(str(title or stem))
+    return stem, meta, clean_text(body, "record")
+
+
+def supersede(root: str | Path, old_id: str, file: str, transaction_id: str | None = None,
+              wait: float = 0.0) -> dict[str, Any]:
+    stem, meta, body = read_new_record(file)
+    check_linkable(stem, "record")
+    request = {"id": old_id, "name": stem, "frontmatter": meta, "body": body}
+
+    def prepare(stage: Stage) -> None:
+        old = parents.find_by_id(stage, old_id)
+        route = parse_route(old)
+        if route.layer.key == "stm":
+            path = stm_path(route.tree, route.branch, stem)
+        elif route.layer.key == "mtm":
+            path = mtm_path(route.tree, stem)
+        elif route.layer.key == "life_archive":
+            path = f"00 life_archive/{stem}.md"
+        else:
+            raise ForestError("supersede_layer_unsupported", "only STM, MTM and Life Archive "
+                              "records can be superseded this way; use a sweep plan",
+                              {"path": old})
+        if stage.exists(path):
+            raise ForestError("target_exists", "a record with the new name exists",
+                              {"path": path})
+        new_id = parents.new_id(route.layer.key)
+        parents.supersede(stage, old, new_id)
+        sources = parents.checked_sources(stage, meta.get("sources") or [])
+        parents.create(stage, path, meta["title"], inert(body), {}, new_id, supersedes=old_id,
+                       sources=sources, tags=meta.get("tags"))
+        stage.details.update({"path": path, "superseded": old, "id": new_id})
+
+    return run(root, "supersede", request, transaction_id, prepare, wait)

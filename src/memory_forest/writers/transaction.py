@@ -1,0 +1,162 @@
+"""The one transaction engine every writer runs through.
+
+``run`` takes the lock, recovers an interrupted transaction, answers an exact
+retry from its receipt, lets the writer stage its files (``Stage``), checks
+the staged result (``check``), then journals, writes, updates the index,
+publishes the receipt and clears the journal. Any handled failure after the
+journal exists puts the previous bytes back and re-describes them in the
+index before the error is raised; a crash is finished or undone by the next
+writer or ``doctor --repair`` (``journal.recover``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import index, lock
+from ..documents import sha256_hex
+from ..errors import ForestError
+from ..operations import result
+from ..routes import parse_route
+from ..safety import open_root
+from . import journal, receipts
+from .check import check
+from .view import View
+
+
+class Stage:
+    """The files a writer means to write, on top of the disk as it is."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+        self.now = receipts.now()
+        self.changes: dict[str, bytes] = {}
+        self.new_dirs: list[str] = []
+        self.details: dict[str, Any] = {}
+
+    def read(self, path: str) -> bytes | None:
+        return self.changes[path] if path in self.changes else self.view.read(path)
+
+    def text(self, path: str) -> str | None:
+        if path in self.changes:
+            return self.changes[path].decode("utf-8")
+        return self.view.text(path)
+
+    def exists(self, path: str) -> bool:
+        return path in self.changes or self.view.exists(path)
+
+    def title(self, path: str) -> str:
+        if path not in self.changes:
+            return self.view.title(path)
+        from ..documents import read_facts
+
+        limit = self.view.config.limits["max_links_per_document"]
+        return read_facts(parse_route(path), self.changes[path], 0, limit)[0].title
+
+    def put(self, path: str, data: str | bytes) -> None:
+        self.changes[path] = data.encode("utf-8") if isinstance(data, str) else data
+        parts = path.split("/")
+        for depth in range(2, len(parts)):  # below the layer directory, which must exist
+            rel = "/".join(parts[:depth])
+            if rel not in self.new_dirs and not self.view.is_dir(rel):
+                self.new_dirs.append(rel)
+
+
+Prepare = Callable[[Stage], None]
+
+
+def run(root_arg: str | Path, operation: str, request: Any, transaction_id: str | None,
+        prepare: Prepare, wait: float = 0.0) -> dict[str, Any]:
+    """Run one write transaction and return its receipt as a result."""
+    root = open_root(root_arg)
+    txid = receipts.check_transaction_id(transaction_id) if transaction_id \
+        else receipts.new_transaction_id()
+    plan_sha256 = receipts.request_sha256(operation, request)
+    extra: dict[str, Any] = {}
+    with lock.held(root, operation, wait=wait):
+        recovered = journal.recover(root)
+        if recovered is not None:
+            extra["recovered"] = recovered
+        prior = receipts.load(root, txid)
+        if prior is not None:
+            if prior.get("operation") != operation or prior.get("plan_sha256") != plan_sha256:
+                raise ForestError("transaction_id_conflict",
+                                  "this transaction id was already used for a different "
+                                  "request; choose a new id",
+                                  {"transaction_id": txid, "operation": prior.get("operation")})
+            return _result(prior, extra, already_applied=True)
+        if not index.index_path(root).exists():
+            extra["index_built"] = index.build(root)  # the first write into this forest
+        receipt = _commit(root, operation, txid, plan_sha256, prepare)
+    return _result(receipt, extra, already_applied=False)
+
+
+def _result(receipt: dict[str, Any], extra: dict[str, Any], already_applied: bool
+            ) -> dict[str, Any]:
+    fields = {key: value for key, value in receipt.items() if key != "operation"}
+    return result(receipt["operation"], **fields, **extra, already_applied=already_applied)
+
+
+def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
+            prepare: Prepare) -> dict[str, Any]:
+    view = View(root)
+    try:
+        stage = Stage(view)
+        prepare(stage)
+        staged = {path: data for path, data in stage.changes.items() if view.read(path) != data}
+        report = check(view, staged, stage.new_dirs)
+        befores = {path: view.read(path) for path in staged}
+        refresh = sorted((set(view.stale) | view.refresh) - set(staged))
+    finally:
+        view.close()
+    draft = {
+        "receipt_version": receipts.RECEIPT_VERSION,
+        "transaction_id": txid,
+        "operation": operation,
+        "plan_sha256": plan_sha256,
+        "committed_at": stage.now,
+        "touched": [{"path": path, "after_sha256": sha256_hex(data),
+                     "before_sha256": None if befores[path] is None
+                     else sha256_hex(befores[path])} for path, data in sorted(staged.items())],
+        "created_dirs": list(stage.new_dirs) if staged else [],
+        "check": report,
+        **stage.details,
+    }
+    if not staged:
+        summary = index.update_paths(root, refresh)
+        receipt = receipts.complete(draft, summary)
+        receipts.write(root, receipt)
+        return receipt
+    active = journal.begin(root, txid, operation, staged, befores,
+                           list(stage.new_dirs), draft)
+    try:
+        journal.crash_point("journaled")
+        journal.apply(active)
+        summary = index.update_paths(root, [*staged, *refresh])
+        journal.crash_point("indexed")
+        receipt = receipts.complete(draft, summary)
+        receipts.write(root, receipt)
+        journal.crash_point("receipted")
+    except BaseException:
+        _undo(root, active)
+        raise
+    journal.finish(active)
+    return receipt
+
+
+def _undo(root: Path, active: journal.Journal) -> None:
+    """Restore the before-images after a handled failure; if that fails too, the
+    journal stays and the next writer or ``doctor --repair`` finishes the job."""
+    from ..config import load_config
+
+    try:
+        journal.rollback(active, load_config(root).limits["max_file_bytes"])
+        index.update_paths(root, active.touched)
+        receipt = receipts.relpath(active.manifest["transaction_id"])
+        if (root / receipt).exists():
+            (root / receipt).unlink()
+        journal.finish(active)
+    except Exception:  # noqa: BLE001 - the original error is the one to report
+        pass

@@ -1,0 +1,159 @@
+"""The writer commands on the command line: one JSON object, stable codes, human output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import run_cli
+
+from memory_forest import operations
+
+WRITERS = ("capture", "remember", "apply-daily", "structured-context", "apply-structured",
+           "promote", "supersede")
+EVENT = {"observed_at": "2026-11-30T09:00:00Z", "source": "cli-test", "kind": "note",
+         "payload": {"text": "hello from the command line"}}
+
+
+def run_stdin(data: str, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memory_forest", *map(str, args)],
+                          input=data, capture_output=True, text=True, timeout=60)
+
+
+def one_object(stdout: str) -> dict:
+    lines = stdout.splitlines()
+    assert len(lines) == 1, stdout
+    return json.loads(lines[0])
+
+
+@pytest.mark.parametrize("command", WRITERS)
+def test_help_has_an_example(command):
+    result = run_cli(command, "--help")
+    assert result.code == 0 and "Example:" in result.stdout
+    assert f"memory-forest {command}" in result.stdout
+
+
+def test_capture_from_stdin_prints_one_receipt(example_forest):
+    proc = run_stdin(json.dumps(EVENT), "capture", example_forest, "-", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = one_object(proc.stdout)
+    assert out["ok"] and out["operation"] == "capture" and out["schema_version"] == 1
+    assert out["captured"] == 1 and out["already_applied"] is False
+    assert "Traceback" not in proc.stderr
+
+
+def test_capture_human_output_names_the_shard_and_redactions(example_forest):
+    event = dict(EVENT, payload={"text": "password=hunter22"})  # release-audit: allow
+    proc = run_stdin(json.dumps(event), "capture", example_forest, "-")
+    assert proc.returncode == 0
+    assert "capture committed: transaction tx-" in proc.stdout
+    assert "+ 06 istm/" in proc.stdout and "redacted assignment x1" in proc.stdout
+
+
+@pytest.mark.parametrize("args, code, exit_code", [
+    (("capture", "{root}"), "capture_input_required", 2),
+    (("capture", "{root}", "x.jsonl"), "capture_input_invalid", 2),
+    (("capture", "{root}", "--file", "/nonexistent/e.jsonl"), "capture_input_unreadable", 2),
+    (("remember", "{root}", "--tree", "t", "--branch", "b", "--leaf", "l", "--title", "T"),
+     "content_required", 2),
+    (("remember", "{root}", "--tree", "t|x", "--branch", "b", "--leaf", "l", "--title", "T",
+      "--content", "c"), "route_unlinkable_segment", 1),
+    (("apply-daily", "{root}", "/nonexistent/plan.json"), "plan_unreadable", 2),
+    (("supersede", "{root}", "--id", "nope", "--file", "/nonexistent/new.md"),
+     "supersede_file_unreadable", 2),
+    (("remember", "/nonexistent/forest", "--tree", "t", "--branch", "b", "--leaf", "l",
+      "--title", "T", "--content", "c"), "root_missing", 1),
+])
+def test_failures_are_one_json_error_and_change_nothing(example_forest, args, code, exit_code):
+    from conftest import tree_state
+
+    before = tree_state(example_forest)
+    result = run_cli(*[a.replace("{root}", str(example_forest)) for a in args], "--json")
+    assert result.code == exit_code, result.stdout
+    out = result.json()
+    assert out["ok"] is False and out["error"]["code"] == code
+    assert "Traceback" not in result.stderr
+    assert tree_state(example_forest) == before
+
+
+def test_a_bad_plan_on_stdin(example_forest):
+    proc = run_stdin('{"schema_version": 1, "schema_version": 1}', "apply-daily",
+                     example_forest, "-", "--json")
+    assert proc.returncode == 2
+    assert one_object(proc.stdout)["error"]["code"] == "plan_duplicate_key"
+
+
+def test_remember_then_retry_on_the_command_line(example_forest):
+    args = ("remember", example_forest, "--tree", "kitchen", "--branch", "pickles", "--leaf",
+            "dill", "--title", "Dill", "--content", "Brine 5%.", "--tag", "pickles",
+            "--transaction-id", "tx-dill")
+    first = run_cli(*args, "--json").json()
+    again = run_cli(*args, "--json").json()
+    assert first["already_applied"] is False and again["already_applied"] is True
+    assert first["transaction_id"] == again["transaction_id"] == "tx-dill"
+    human = run_cli(*args)
+    assert human.code == 0 and "remember already applied: transaction tx-dill" in human.stdout
+    assert "+ 04 stm/kitchen/pickles/dill.md" in human.stdout
+
+
+def test_the_daily_sweep_promote_and_supersede_path(example_forest, tmp_path):
+    operations.index(example_forest)
+    daily = tmp_path / "daily.json"
+    daily.write_text(json.dumps({"schema_version": 1, "transaction_id": "d-1",
+                                 "date": "2026-11-30", "entries": [{
+                                     "entry_id": "d-20261130-a",
+                                     "source_record_ids": ["evt-20261128-0003"],
+                                     "summary": "Kimchi moved to the cold room."}]}))
+    assert run_cli("apply-daily", example_forest, daily, "--json").json()["ok"]
+
+    context = run_cli("structured-context", example_forest, "kimchi", "--json").json()
+    assert context["body_included"] and context["documents"][0]["path"] == "01 xltm/XLTM.md"
+    human = run_cli("structured-context", example_forest, "kimchi")
+    assert human.code == 0 and context["snapshot_sha256"] in human.stdout
+
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({
+        "schema_version": 1, "transaction_id": "s-1",
+        "snapshot_sha256": context["snapshot_sha256"], "changes": [{
+            "target": {"layer": "stm", "tree": "kitchen", "branch": "fermentation",
+                       "leaf": "cold-room"}, "operation": "create", "body": "At 4 C.",
+            "frontmatter": {"title": "Cold room"},
+            "daily_entries": [{"entry_id": "d-20261130-a", "disposition": "promoted"}]}]}))
+    out = run_cli("apply-structured", example_forest, sweep, "--json").json()
+    assert out["dispositions"][0]["disposition"] == "promoted"
+    stale = run_cli("apply-structured", example_forest, sweep.with_name("x.json"), "--json")
+    assert stale.json()["error"]["code"] == "plan_unreadable"
+
+    promotion = tmp_path / "promote.json"
+    promotion.write_text(json.dumps({
+        "schema_version": 1, "transaction_id": "p-1", "entry_ids": ["d-20261128-drip"],
+        "route": {"tree": "greenhouse", "tree_title": "Greenhouse", "branch": "irrigation",
+                  "branch_title": "Irrigation", "leaf": "drip-log"}}))
+    assert run_cli("promote", example_forest, promotion, "--json").json()["created"] is True
+
+    new = tmp_path / "cold-room-2.md"
+    new.write_text("# Cold room, revised\n\nAt 3 C.\n")
+    result = run_cli("supersede", example_forest, "--id", out["touched"][-1]["path"], "--file",
+                     new, "--json")
+    assert result.json()["error"]["code"] == "supersede_target_missing"
+    leaf_id = next(line.split('"')[1] for line in (
+        example_forest / "04 stm/kitchen/fermentation/cold-room.md").read_text().splitlines()
+        if line.startswith("id:"))
+    superseded = run_cli("supersede", example_forest, "--id", leaf_id, "--file", new)
+    assert superseded.code == 0 and "supersede committed" in superseded.stdout
+    assert run_cli("audit", example_forest, "--json").json()["ok"]
+    doctor = run_cli("doctor", example_forest, "--json").json()
+    assert doctor["journal"] == {"state": "clear"} and doctor["index"]["state"] == "current"
+
+
+def test_structured_context_human_output_keeps_lines_and_shows_controls(example_forest):
+    leaf = example_forest / "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    leaf.write_text(leaf.read_text(encoding="utf-8") + "\nclear \x1b[2J screen\n",
+                    encoding="utf-8")
+    operations.index(example_forest)
+    result = run_cli("structured-context", example_forest, "kimchi")
+    assert result.code == 0
+    assert "\x1b" not in result.stdout and "clear \\x1b[2J screen" in result.stdout
+    assert "\n# Kimchi batch 7\n" in result.stdout

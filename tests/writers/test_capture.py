@@ -1,0 +1,214 @@
+"""capture: events into the dated ISTM shard, redaction, idempotency, all or nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import stat
+
+import pytest
+from writerkit import assert_whole, contents, event, istm_records, jsonl
+
+from memory_forest.errors import ForestError
+from memory_forest.jsonio import dumps
+from memory_forest.writers import capture as cap
+
+
+def run(root, tmp_path, records, **kw):
+    source = tmp_path / f"events-{os.urandom(3).hex()}.jsonl"
+    source.write_bytes(jsonl(records) if isinstance(records, list) else records)
+    return cap.capture(root, str(source), **kw)
+
+
+def code_of(call) -> str:
+    with pytest.raises(ForestError) as info:
+        call()
+    return info.value.code
+
+
+def test_capture_fills_the_tool_fields_and_appends_to_the_capture_day(example_forest, tmp_path):
+    before = contents(example_forest)
+    out = run(example_forest, tmp_path, [event(1), event(2, event_id="mine-2")])
+    assert out["ok"] and out["captured"] == 2 and out["duplicates"] == 0
+    day = dt.datetime.now(dt.UTC).date().isoformat()
+    assert out["shard"] == f"06 istm/{day}.jsonl"
+    shard = example_forest / out["shard"]
+    assert stat.S_IMODE(os.lstat(shard).st_mode) == 0o600
+    lines = shard.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [line for line in lines] == [dumps(r) for r in records]  # canonical JSON lines
+    for record in records:
+        assert record["sha256"] == hashlib.sha256(dumps(record["payload"]).encode()).hexdigest()
+        assert record["captured_at"] == out["captured_at"]
+        assert record["captured_at"].endswith("Z")
+    assert records[1]["event_id"] == "mine-2"
+    assert records[0]["event_id"].startswith("evt-") and out["event_ids"][0] == \
+        records[0]["event_id"]
+    after = contents(example_forest)
+    assert {p: d for p, d in after.items() if p != out["shard"]} == before
+    assert_whole(example_forest)
+
+
+def test_tool_ids_sort_in_capture_order(empty_forest, tmp_path):
+    first = run(empty_forest, tmp_path, [event(n) for n in range(12)])["event_ids"]
+    second = run(empty_forest, tmp_path, [event(n) for n in range(3)])["event_ids"]
+    assert first == sorted(first) and first + second == sorted(first + second)
+
+
+def test_example_event_hashes_follow_the_same_rule(example_forest):
+    for record in istm_records(example_forest):
+        assert record["sha256"] == hashlib.sha256(dumps(record["payload"]).encode()).hexdigest()
+
+
+def test_a_single_json_object_spanning_lines_is_one_event(empty_forest, tmp_path):
+    raw = json.dumps(event(1), indent=2).encode()
+    assert run(empty_forest, tmp_path, raw)["captured"] == 1
+
+
+def test_same_event_id_same_content_is_a_no_op(example_forest, tmp_path):
+    run(example_forest, tmp_path, [event(1, event_id="e-1")])
+    before = contents(example_forest)
+    again = run(example_forest, tmp_path, [event(1, event_id="e-1")])
+    assert again["captured"] == 0 and again["duplicates"] == 1 and again["touched"] == []
+    assert contents(example_forest) == before
+    # Also across shards: the example's own event in 06 istm/2026-11-28.jsonl.
+    stored = istm_records(example_forest)[0]
+    same = {k: stored[k] for k in ("event_id", "observed_at", "source", "kind", "payload")}
+    assert run(example_forest, tmp_path, [same])["duplicates"] == 1
+
+
+def test_same_event_id_different_content_fails_and_changes_nothing(example_forest, tmp_path):
+    run(example_forest, tmp_path, [event(1, event_id="e-1")])
+    before = contents(example_forest)
+    assert code_of(lambda: run(example_forest, tmp_path, [event(2, event_id="e-1")])) == \
+        "capture_event_conflict"
+    assert code_of(lambda: run(example_forest, tmp_path, [
+        event(3, event_id="e-9"), event(4, event_id="e-9")])) == "capture_event_conflict"
+    assert contents(example_forest) == before
+
+
+def test_a_duplicate_inside_one_batch_is_stored_once(empty_forest, tmp_path):
+    out = run(empty_forest, tmp_path, [event(1, event_id="e-1"), event(1, event_id="e-1")])
+    assert (out["captured"], out["duplicates"]) == (1, 1)
+    assert len(istm_records(empty_forest)) == 1
+
+
+def test_events_jsonl_is_read_for_existing_ids(reference_forest, tmp_path):
+    assert code_of(lambda: run(reference_forest, tmp_path, [event(5, event_id="e1")])) == \
+        "capture_event_conflict"
+
+
+def test_a_batch_is_all_or_nothing(example_forest, tmp_path):
+    before = contents(example_forest)
+    bad = [event(1), event(2), {"observed_at": "2026-11-30T09:00:00Z", "source": "s",
+                                "kind": "k"}]
+    assert code_of(lambda: run(example_forest, tmp_path, bad)) == "capture_missing_field"
+    assert contents(example_forest) == before
+
+
+REDACTIONS = [
+    ("api_key", "key sk-proj-abcdefghijklmnopqrstuvwx"),
+    ("github_token", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),  # release-audit: allow
+    ("github_token", "github_pat_11ABCDEFG0abcdefghijklmnopqrstuv"),  # release-audit: allow
+    ("slack_token", "xoxb-123456789012-abcdefghij"),  # release-audit: allow
+    ("aws_access_key", "AKIAIOSFODNN7EXAMPLE"),  # release-audit: allow
+    ("jwt",
+     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N"),  # release-audit: allow
+    ("private_key",
+     "-----BEGIN OPENSSH PRIVATE KEY-----\n"  # release-audit: allow
+     "b3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----"),
+    ("bearer", "Authorization: Bearer abc.def-ghi_jkl"),
+    ("assignment", "password=hunter22"),  # release-audit: allow
+    ("assignment", "TOKEN: 'abc def'"),
+    ("assignment", 'db_secret="s3cr3t"'),
+]
+
+
+@pytest.mark.parametrize("rule, text", REDACTIONS)
+def test_each_redaction_rule(rule, text):
+    counts: dict[str, int] = {}
+    out = cap.redact({"nested": [f"before {text} after"]}, counts)
+    assert counts == {rule: 1}
+    assert f"[REDACTED:{rule}]" in out["nested"][0]
+    assert out["nested"][0].startswith("before ") and out["nested"][0].endswith(" after")
+
+
+def test_plain_text_is_not_redacted():
+    counts: dict[str, int] = {}
+    text = "the token economy; a secret garden; password policy review; sk-short; Bearer x"
+    assert cap.redact(text, counts) == text and counts == {}
+
+
+def test_redaction_happens_before_the_hash_and_is_counted(empty_forest, tmp_path):
+    secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"  # release-audit: allow
+    out = run(empty_forest, tmp_path, [event(1, payload={"text": f"push with {secret}",
+                                                          "env": ["password=x1", "ok"]},
+                                             note=f"extra key {secret}")])
+    assert out["redactions"] == {"github_token": 2, "assignment": 1}
+    shard = (empty_forest / out["shard"]).read_text(encoding="utf-8")
+    assert secret not in shard and "x1" not in shard
+    record = istm_records(empty_forest)[0]
+    assert record["sha256"] == hashlib.sha256(dumps(record["payload"]).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("raw, code", [
+    (b"\xff\xfe", "capture_not_utf8"),
+    (b"", "capture_empty"),
+    (b"\n\n", "capture_empty"),
+    (b"[1, 2]", "capture_not_object"),
+    (b'{"a": 1}\n[1]\n', "capture_not_object"),
+    (b'{"a": 1}\n{"a": \n', "capture_invalid_json"),
+    (b'{"a": 1, "a": 2}', "capture_duplicate_key"),
+    (b'{"a": NaN}', "capture_non_finite"),
+    (b'{"a": 1e999}', "capture_non_finite"),
+])
+def test_input_rejections(empty_forest, tmp_path, raw, code):
+    assert code_of(lambda: run(empty_forest, tmp_path, raw)) == code
+
+
+@pytest.mark.parametrize("change, code", [
+    ({"captured_at": "2026-11-30T09:00:00Z"}, "capture_reserved_field"),
+    ({"sha256": "x"}, "capture_reserved_field"),
+    ({"event_id": "has space"}, "capture_bad_event_id"),
+    ({"event_id": 7}, "capture_bad_event_id"),
+    ({"observed_at": "yesterday"}, "capture_bad_observed_at"),
+    ({"observed_at": "2026-11-30T09:00:00"}, "capture_bad_observed_at"),  # no time zone
+    ({"observed_at": "2026-11-30"}, "capture_bad_observed_at"),
+    ({"source": ""}, "capture_bad_source"),
+    ({"source": "a\nb"}, "capture_bad_source"),
+    ({"kind": 3}, "capture_bad_kind"),
+])
+def test_event_rejections(empty_forest, tmp_path, change, code):
+    assert code_of(lambda: run(empty_forest, tmp_path, [event(1, **change)])) == code
+
+
+def test_too_many_events(empty_forest, tmp_path, monkeypatch):
+    monkeypatch.setattr(cap, "MAX_EVENTS", 3)
+    assert code_of(lambda: run(empty_forest, tmp_path, [event(n) for n in range(4)])) == \
+        "capture_too_many_events"
+
+
+def test_an_event_too_large(empty_forest, tmp_path):
+    big = event(1, payload={"text": "x" * (cap.MAX_EVENT_BYTES + 1)})
+    assert code_of(lambda: run(empty_forest, tmp_path, [big])) == "capture_event_too_large"
+
+
+def test_a_full_shard_is_refused(empty_forest, tmp_path):
+    config = empty_forest / ".memory-forest/forest.json"
+    data = json.loads(config.read_text())
+    data["limits"] = {"max_file_bytes": 2000}
+    config.write_text(json.dumps(data))
+    run(empty_forest, tmp_path, [event(1)])
+    before = contents(empty_forest)
+    assert code_of(lambda: run(empty_forest, tmp_path, [event(n) for n in range(20)])) == \
+        "istm_shard_full"
+    assert contents(empty_forest) == before
+
+
+def test_a_hand_broken_shard_blocks_capture(example_forest, tmp_path):
+    run(example_forest, tmp_path, [event(1)])
+    shard = example_forest / "06 istm/2026-11-28.jsonl"
+    shard.write_bytes(shard.read_bytes() + b"not json\n")
+    assert code_of(lambda: run(example_forest, tmp_path, [event(2)])) == "forest_invalid"

@@ -1,0 +1,100 @@
+"""Concurrency: one writer at a time, waiting writers all land, readers never see a
+broken index."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+from writerkit import assert_whole, contents, event, istm_records, jsonl
+
+from memory_forest import index, lock, operations, retrieve
+from memory_forest.errors import ForestError
+
+
+def popen(*args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "memory_forest", *map(str, args), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_twenty_concurrent_captures_each_land_exactly_once(example_forest, tmp_path):
+    operations.index(example_forest)
+    procs = []
+    for n in range(20):
+        source = tmp_path / f"e{n}.jsonl"
+        source.write_bytes(jsonl([event(n, event_id=f"c{n}-a"), event(n, event_id=f"c{n}-b")]))
+        procs.append(popen("capture", example_forest, "--file", source, "--wait", "60"))
+    acknowledged = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, out + err
+        result = json.loads(out)
+        assert result["captured"] == 2
+        acknowledged += result["event_ids"]
+    ids = [r["event_id"] for r in istm_records(example_forest)]
+    assert len(acknowledged) == 40
+    assert sorted(i for i in ids if i.startswith("c")) == sorted(acknowledged)
+    assert len(ids) == len(set(ids))
+    assert not lock.lock_path(example_forest).exists()
+    assert_whole(example_forest)
+
+
+def test_a_second_writer_fails_at_once_with_lock_held(example_forest, tmp_path):
+    before = contents(example_forest)
+    source = tmp_path / "e.jsonl"
+    source.write_bytes(jsonl([event(1)]))
+    owner = lock.acquire(example_forest, "index")
+    try:
+        proc = popen("capture", example_forest, "--file", source)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        lock.release(example_forest, owner)
+    assert proc.returncode == 1
+    error = json.loads(out)["error"]
+    assert error["code"] == "lock_held" and error["details"]["command"] == "index"
+    assert contents(example_forest) == before
+
+
+def test_reads_during_writes_see_the_old_or_the_new_index(example_forest, tmp_path):
+    operations.index(example_forest)
+    stop = threading.Event()
+    seen: list[int] = []
+    problems: list[str] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                con = index.connect(example_forest)
+                try:
+                    seen.append(con.execute("SELECT count(*) FROM docs").fetchone()[0])
+                    orphans = con.execute("SELECT count(*) FROM terms WHERE rowid NOT IN "
+                                          "(SELECT rowid FROM docs)").fetchone()[0]
+                finally:
+                    con.close()
+                if orphans:
+                    problems.append("full-text rows without a document")
+                retrieve.search(example_forest, "pickles brine", layers=["stm"])
+            except ForestError as exc:
+                problems.append(exc.code)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for n in range(8):
+            proc = popen("remember", example_forest, "--tree", "kitchen", "--branch", "pickles",
+                         "--leaf", f"jar-{n}", "--title", f"Jar {n}", "--content",
+                         f"pickles brine jar {n}", "--wait", "30")
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, out + err
+    finally:
+        stop.set()
+        thread.join()
+    assert problems == []
+    assert seen == sorted(seen)  # the document count only ever grows, one commit at a time
+    assert set(seen) <= {12 + k for k in range(0, 4 + 8 + 1)}
+    hits = retrieve.search(example_forest, "pickles brine", layers=["stm"], limit=20)
+    assert hits["count"] == 8
+    assert os.path.exists(example_forest / "03 mtm/kitchen/pickles.md")

@@ -1,0 +1,199 @@
+"""Crash safety: a writer killed (SIGKILL) at every step leaves a forest that recovery
+turns into exactly the before state or exactly the after state, and no acknowledged
+capture is ever lost.
+
+The writer runs as a real CLI process; ``MEMORY_FOREST_TEST_CRASH_AT=<step>`` makes it
+SIGKILL itself at that step (docs/writing.md, "Test hooks"). Recovery runs either as
+``doctor --repair`` (CLI) or as the next writer after ``unlock --stale``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from writerkit import assert_whole, event, istm_records, jsonl, state, write_json
+
+from memory_forest import lock, operations
+from memory_forest.documents import sha256_hex
+from memory_forest.writers import journal
+from memory_forest.writers.capture import capture
+from memory_forest.writers.structured import structured_context
+
+STEPS = ["staged", "journaled", "writing", "written", "indexed", "receipted"]
+ROLLED_BACK = {"staged", "journaled", "writing"}
+
+
+def cli(*args, crash: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop(journal.CRASH_ENV, None)
+    if crash:
+        env[journal.CRASH_ENV] = crash
+    return subprocess.run([sys.executable, "-m", "memory_forest", *map(str, args), "--json"],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("crash") / "forest"
+    operations.init(root, example=True)
+    operations.index(root)
+    return root
+
+
+@pytest.fixture
+def forest(template, tmp_path) -> Path:
+    return Path(shutil.copytree(template, tmp_path / "forest", symlinks=True))
+
+
+def writer_args(root: Path, tmp_path: Path, kind: str) -> list:
+    if kind == "capture":
+        source = tmp_path / "events.jsonl"
+        source.write_bytes(jsonl([event(n, event_id=f"crash-{n}") for n in range(3)]))
+        return ["capture", root, "--file", source]
+    if kind == "remember":  # a new leaf in a new branch: five files, two new directories
+        return ["remember", root, "--tree", "kitchen", "--branch", "pickles", "--leaf", "dill",
+                "--title", "Dill pickles", "--content", "Brine at 5 percent."]
+    snapshot = structured_context(root, "kimchi")["snapshot_sha256"]
+    mtm = "03 mtm/kitchen/fermentation.md"
+    plan = {"schema_version": 1, "transaction_id": "sweep-crash", "snapshot_sha256": snapshot,
+            "changes": [
+                {"target": {"layer": "mtm", "tree": "kitchen", "branch": "fermentation"},
+                 "operation": "replace", "body": "Reviewed.",
+                 "preimage_sha256": sha256_hex((root / mtm).read_bytes())},
+                {"target": {"layer": "stm", "tree": "kitchen", "branch": "fermentation",
+                            "leaf": "kimchi-batch-8"}, "operation": "create", "body": "New.",
+                 "frontmatter": {"title": "Kimchi batch 8"}, "supersedes": "stm-kimchi-batch-7"},
+                {"target": {"layer": "stm", "tree": "garden", "branch": "beds", "leaf": "a"},
+                 "operation": "create", "body": "Bed.", "frontmatter": {"title": "Bed A"}}]}
+    return ["apply-structured", root, write_json(tmp_path / "plan.json", plan)]
+
+
+def manifest(root: Path) -> dict | None:
+    path = root / ".memory-forest/journal/manifest.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def check_outcome(root: Path, before: dict, pending: dict | None, step: str) -> None:
+    after = state(root)
+    if step in ROLLED_BACK:
+        assert after == before, f"not the before state after a crash at {step}"
+        return
+    assert pending is not None and pending["state"] == "written"
+    touched = {entry["path"]: entry["after"]["sha256"] for entry in pending["entries"]}
+    for path, sha in touched.items():
+        assert sha256_hex(after[path][0]) == sha, f"{path} is not its after-image"
+    assert {p: v for p, v in after.items() if p not in touched} == \
+        {p: v for p, v in before.items() if p not in touched}
+    receipt = root / f".memory-forest/receipts/{pending['transaction_id']}.json"
+    assert {i["path"] for i in json.loads(receipt.read_text())["touched"]} == set(touched)
+
+
+@pytest.mark.parametrize("kind", ["capture", "remember", "apply-structured"])
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_at_each_step_is_recovered_by_repair(forest, tmp_path, kind, step):
+    args = writer_args(forest, tmp_path, kind)
+    before = state(forest)
+    killed = cli(*args, crash=step)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert lock.state(forest)["state"] == "stale"
+    pending = manifest(forest)
+    report = operations.doctor(forest, repair=True)  # what 'doctor --repair' runs
+    assert "stale_lock_removed" in report["repair"]
+    expected = "rolled_back" if step in ROLLED_BACK else "rolled_forward"
+    assert report["repair"]["journal"]["action"] == (
+        "discarded_debris" if step == "staged" else expected)
+    assert report["journal"] == {"state": "clear"} and report["lock"] == {"state": "free"}
+    check_outcome(forest, before, pending, step)
+    assert_whole(forest)
+
+
+def test_doctor_repair_on_the_command_line(forest, tmp_path):
+    before = state(forest)
+    assert cli(*writer_args(forest, tmp_path, "remember"), crash="writing").returncode == \
+        -signal.SIGKILL
+    assert json.loads(cli("doctor", forest).stdout)["journal"]["state"] == "interrupted"
+    repaired = cli("doctor", forest, "--repair")
+    assert repaired.returncode == 0, repaired.stdout
+    report = json.loads(repaired.stdout)
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    assert report["repair"]["stale_lock_removed"]["command"] == "remember"
+    assert report["journal"] == {"state": "clear"} and report["lock"] == {"state": "free"}
+    assert state(forest) == before
+
+
+@pytest.mark.parametrize("step", ["journaled", "writing", "written", "receipted"])
+def test_the_next_writer_recovers_first(forest, tmp_path, step):
+    args = writer_args(forest, tmp_path, "remember")
+    before = state(forest)
+    assert cli(*args, crash=step).returncode == -signal.SIGKILL
+    pending = manifest(forest)
+    lock.unlock_stale(forest)
+    source = tmp_path / "next.jsonl"
+    source.write_bytes(jsonl([event(99, event_id="after-crash")]))
+    out = capture(forest, str(source))
+    assert out["recovered"]["action"] == ("rolled_back" if step in ROLLED_BACK
+                                          else "rolled_forward")
+    shard = out["shard"]
+    before.pop(shard, None)
+    current = state(forest)
+    current.pop(shard)
+    check_outcome_without(forest, current, before, pending, step)
+    assert "after-crash" in {r["event_id"] for r in istm_records(forest)}
+    assert_whole(forest)
+
+
+def check_outcome_without(root, current, before, pending, step):
+    if step in ROLLED_BACK:
+        assert current == before
+    else:
+        touched = {e["path"]: e["after"]["sha256"] for e in pending["entries"]}
+        for path, sha in touched.items():
+            if path in current:
+                assert sha256_hex(current[path][0]) == sha
+        assert {p: v for p, v in current.items() if p not in touched} == \
+            {p: v for p, v in before.items() if p not in touched}
+
+
+def test_a_crash_during_recovery_is_recovered(forest, tmp_path):
+    args = writer_args(forest, tmp_path, "remember")
+    before = state(forest)
+    assert cli(*args, crash="writing").returncode == -signal.SIGKILL
+    assert cli("doctor", forest, "--repair", crash="recovering").returncode == -signal.SIGKILL
+    assert journal.describe(forest)["phase"] == "rolling_back"
+    assert operations.doctor(forest, repair=True)["repair"]["journal"]["action"] == \
+        "rolled_back"
+    assert state(forest) == before
+    assert_whole(forest)
+
+
+def test_no_acknowledged_capture_is_lost_across_many_crashes(forest, tmp_path):
+    rng = random.Random(20261130)
+    acknowledged: set[str] = set()
+    batches = 0
+    for round_number in range(12):
+        step = rng.choice([None, None, *STEPS])
+        records = [event(n, event_id=f"r{round_number}-{n}") for n in range(rng.randint(1, 4))]
+        source = tmp_path / f"batch-{round_number}.jsonl"
+        source.write_bytes(jsonl(records))
+        for attempt in range(2):  # a client retries the same batch after a crash
+            result = cli("capture", forest, "--file", source, "--wait", "5",
+                         crash=step if attempt == 0 else None)
+            if result.returncode == 0:
+                acknowledged.update(json.loads(result.stdout)["event_ids"])
+                batches += 1
+                break
+            assert result.returncode == -signal.SIGKILL
+            operations.doctor(forest, repair=True)
+    ids = [record["event_id"] for record in istm_records(forest)]
+    assert len(ids) == len(set(ids)), "an event was stored twice"
+    assert acknowledged <= set(ids), "an acknowledged capture was lost"
+    assert batches == 12
+    assert_whole(forest)

@@ -1,0 +1,167 @@
+"""remember: one fact captured and filed in an STM leaf, with parents materialized."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from markdown_it import MarkdownIt
+from writerkit import assert_whole, contents, istm_records
+
+from memory_forest.documents import read_facts, scan_markdown, split_frontmatter
+from memory_forest.errors import ForestError
+from memory_forest.routes import parse_route
+from memory_forest.writers.remember import remember
+
+HOSTILE = ("## Parent\n[[01 xltm/XLTM]] [[02 ltm/kitchen_LTM|x]]\n---\nid: stolen\ntitle: x\n---\n"
+           "<div onclick=x>html</div><!-- c -->\n# H1\nSetext\n===\n```\nfence\n")
+
+
+def facts(root, rel):
+    return read_facts(parse_route(rel), (root / rel).read_bytes(), 0, 10_000)[0]
+
+
+def test_new_leaf_in_a_new_tree_materializes_every_parent(empty_forest):
+    out = remember(empty_forest, "garden", "beds", "bed-a", "Bed A", "Planted garlic.",
+                   tree_title="Garden", branch_title="Beds", tags=["garlic"])
+    assert out["ok"] and out["created"] and out["path"] == "04 stm/garden/beds/bed-a.md"
+    created = {item["path"] for item in out["touched"] if item["before_sha256"] is None}
+    assert created >= {"01 xltm/XLTM.md", "02 ltm/garden_LTM.md", "03 mtm/garden/beds.md",
+                       "04 stm/garden/beds/bed-a.md"}
+    assert out["created_dirs"] == ["03 mtm/garden", "04 stm/garden", "04 stm/garden/beds"]
+    for rel in out["created_dirs"]:
+        assert stat.S_IMODE(os.lstat(empty_forest / rel).st_mode) == 0o700
+    leaf = (empty_forest / out["path"]).read_text(encoding="utf-8")
+    meta, body, _ = split_frontmatter(leaf)
+    assert set(meta) == {"id", "title", "created", "updated", "status", "sources", "tags"}
+    assert meta["title"] == "Bed A" and meta["tags"] == ["garlic"] and meta["status"] == "active"
+    assert meta["sources"] == [f"{out['shard']}#{out['event_id']}"]
+    assert "Up: [[03 mtm/garden/beds|Beds]]" in body
+    assert "- [[02 ltm/garden_LTM|Garden]]" in (empty_forest / "01 xltm/XLTM.md").read_text()
+    ltm = (empty_forest / "02 ltm/garden_LTM.md").read_text()
+    assert "Up: [[01 xltm/XLTM|Forest root map]]" in ltm and "- [[03 mtm/garden/beds|Beds]]" in ltm
+    assert "- [[04 stm/garden/beds/bed-a|Bed A]]" in (empty_forest / "03 mtm/garden/beds.md"
+                                                       ).read_text()
+    [record] = istm_records(empty_forest)
+    assert record["event_id"] == out["event_id"] and record["kind"] == "remember"
+    assert record["payload"]["text"] == "Planted garlic."
+    assert_whole(empty_forest)
+
+
+def test_appending_keeps_the_leaf_and_adds_a_source(example_forest):
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    before = (example_forest / rel).read_text(encoding="utf-8")
+    out = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", "ignored",
+                   "Day 14: very sour.")
+    assert not out["created"]
+    after = (example_forest / rel).read_text(encoding="utf-8")
+    old_meta, old_body, _ = split_frontmatter(before)
+    meta, body, _ = split_frontmatter(after)
+    assert body.startswith(old_body) and "Day 14: very sour." in body[len(old_body):]
+    assert meta["title"] == "Kimchi batch 7" and meta["id"] == old_meta["id"]
+    assert meta["sources"] == [*old_meta["sources"], f"{out['shard']}#{out['event_id']}"]
+    assert meta["updated"] != old_meta["updated"]
+    assert {item["path"] for item in out["touched"]} == {rel, out["shard"]}
+    assert_whole(example_forest)
+
+
+def test_a_new_leaf_under_an_existing_branch_joins_its_list(example_forest):
+    out = remember(example_forest, "kitchen", "fermentation", "miso", "Miso", "Koji started.")
+    mtm = (example_forest / "03 mtm/kitchen/fermentation.md").read_text(encoding="utf-8")
+    assert mtm.endswith("- [[04 stm/kitchen/fermentation/zaatar-blend|Za'atar blend]]\n"
+                        "- [[04 stm/kitchen/fermentation/miso|Miso]]\n")
+    assert out["created"]
+    assert_whole(example_forest)
+
+
+def test_hostile_content_stays_text_and_the_forest_audits(example_forest):
+    out = remember(example_forest, "kitchen", "fermentation", "hostile", "## Parent [[x]]",
+                   HOSTILE, source="agent-x")
+    rel = out["path"]
+    found = facts(example_forest, rel)
+    assert [link.target for link in found.links] == ["03 mtm/kitchen/fermentation"]
+    assert found.anchors == [] and found.title == "## Parent [[x]]"
+    meta, body, _ = split_frontmatter((example_forest / rel).read_text(encoding="utf-8"))
+    assert "stolen" not in json.dumps(meta, default=str)
+    heading, links, anchors = scan_markdown(body)
+    assert heading == "\\#\\# Parent \\[\\[x\\]\\]" and len(links) == 1 and anchors == []
+    tokens = MarkdownIt("commonmark").parse(body)  # a full parser, raw HTML enabled
+    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1"]
+    assert not {t.type for t in tokens} & {"html_block", "html_inline", "fence", "hr"}
+    assert not any(c.type == "html_inline" for t in tokens for c in t.children or [])
+    assert istm_records(example_forest)[-1]["payload"]["text"] == HOSTILE  # raw text kept
+    assert_whole(example_forest)
+
+
+def test_secrets_are_redacted_in_the_event_and_the_leaf(empty_forest):
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    out = remember(empty_forest, "ops", "keys", "rotation", "Key rotation",
+                   f"Rotated the key {secret} today.")
+    assert out["redactions"] == {"api_key": 1}
+    for path in (out["path"], out["shard"]):
+        assert secret not in (empty_forest / path).read_text(encoding="utf-8")
+    assert "\\[REDACTED:api_key\\]" in (empty_forest / out["path"]).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("kwargs, code", [
+    ({"tree": "a|b"}, "route_unlinkable_segment"),
+    ({"branch": ".hidden"}, "route_bad_segment"),
+    ({"leaf": "a/b"}, "route_bad_segment"),
+    ({"title": "two\nlines"}, "title_invalid"),
+    ({"title": "  "}, "title_empty"),
+    ({"content": ""}, "content_empty"),
+    ({"content": "nul\x00"}, "content_control_character"),
+    ({"content": "x" * (256 * 1024 + 1)}, "content_too_large"),
+    ({"source": "two\nlines"}, "capture_bad_source"),
+    ({"tree_title": "a\x07"}, "title_invalid"),
+    ({"transaction_id": "bad id"}, "transaction_id_invalid"),
+])
+def test_rejections_change_nothing(example_forest, kwargs, code):
+    args = {"tree": "kitchen", "branch": "fermentation", "leaf": "new", "title": "New",
+            "content": "fact"}
+    args.update(kwargs)
+    before = contents(example_forest)
+    with pytest.raises(ForestError) as info:
+        remember(example_forest, args.pop("tree"), args.pop("branch"), args.pop("leaf"),
+                 args.pop("title"), args.pop("content"), **args)
+    assert info.value.code == code
+    assert contents(example_forest) == before
+
+
+def test_a_case_only_twin_of_an_existing_branch_is_refused(example_forest):
+    before = contents(example_forest)
+    with pytest.raises(ForestError) as info:
+        remember(example_forest, "kitchen", "Fermentation", "x", "X", "fact")
+    assert info.value.code == "write_invalid"
+    assert "route_casefold_collision" in {i["code"] for i in info.value.details["issues"]}
+    assert contents(example_forest) == before
+
+
+def test_frontmatter_the_tool_cannot_edit_refuses_the_append(example_forest):
+    rel = "04 stm/kitchen/fermentation/zaatar-blend.md"
+    path = example_forest / rel
+    path.write_text(path.read_text(encoding="utf-8").replace(
+        'status: "active"', 'status: "active"\nshared: &x [1]\nagain: *x'), encoding="utf-8")
+    before = contents(example_forest)
+    with pytest.raises(ForestError) as info:
+        remember(example_forest, "kitchen", "fermentation", "zaatar-blend", "Z", "more")
+    assert info.value.code == "frontmatter_not_editable"
+    assert contents(example_forest) == before
+
+
+def test_a_hand_written_forest_without_frontmatter(reference_forest):
+    rel = "04 stm/workshop/tools/chisel-sharpening.md"
+    old = (reference_forest / rel).read_text(encoding="utf-8")
+    mtm_before = (reference_forest / "03 mtm/workshop/tools.md").read_text(encoding="utf-8")
+    remember(reference_forest, "workshop", "tools", "chisel-sharpening", "x", "Use 1000 grit.")
+    text = (reference_forest / rel).read_text(encoding="utf-8")
+    meta, body, _ = split_frontmatter(text)
+    assert set(meta) == {"updated", "sources"}  # only what the tool had to record
+    assert body.startswith(old)
+    out = remember(reference_forest, "workshop", "tools", "plane", "Plane", "Flatten the sole.")
+    mtm = (reference_forest / "03 mtm/workshop/tools.md").read_text(encoding="utf-8")
+    assert mtm == mtm_before + "- [[04 stm/workshop/tools/plane|Plane]]\n"  # no frontmatter added
+    assert out["created"]
+    assert_whole(reference_forest)
