@@ -15,7 +15,8 @@ from memory_forest.index import index_path
 def test_summary_has_every_step_with_durations_and_counts(example):
     outcome = maintenance.maintain(example)
     assert outcome["ok"] and outcome["operation"] == "maintain"
-    assert list(outcome["steps"]) == ["lock", "validate", "audit", "index", "verify"]
+    assert list(outcome["steps"]) == ["lock", "journal", "validate", "audit", "index", "verify"]
+    assert outcome["steps"]["journal"]["recovered"] == 0
     assert all(step["ok"] and step["duration_ms"] >= 0 for step in outcome["steps"].values())
     assert outcome["steps"]["verify"] == {**outcome["steps"]["verify"], "mode": "sample",
                                           "mismatched": 0}
@@ -74,3 +75,24 @@ def test_a_symlinked_log_is_refused(example, tmp_path):
     assert not outcome["ok"] and outcome["error"]["code"] == "log_unwritable"
     assert outcome["steps"]["verify"]["ok"]  # the run itself happened and is reported
     assert target.read_text(encoding="utf-8") == ""
+
+
+def test_an_interrupted_write_is_finished_before_the_checks(example, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from memory_forest import lock
+
+    env = dict(os.environ, MEMORY_FOREST_TEST_CRASH_AT="writing")
+    killed = subprocess.run([sys.executable, "-m", "memory_forest", "remember", str(example),
+                             "--tree", "kitchen", "--branch", "fermentation", "--leaf", "miso",
+                             "--title", "Miso", "--content", "Miso batch 1 started."],
+                            capture_output=True, env=env, timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    lock.unlock_stale(example)
+    outcome = maintenance.maintain(example, verify_all=True)
+    assert outcome["ok"], outcome.get("error")
+    assert outcome["steps"]["journal"] == {**outcome["steps"]["journal"], "recovered": 1,
+                                           "action": "rolled_back"}
+    assert not (example / "04 stm/kitchen/fermentation/miso.md").exists()

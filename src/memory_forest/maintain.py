@@ -1,8 +1,9 @@
 """``maintain``: the one job a scheduler runs. Check, index, verify, report; never repair.
 
-Steps, each timed and counted in the summary: take the lock, validate, audit,
-bring the index up to date, verify the index against the files, release the
-lock. A validation or audit error stops the run before the index step.
+Steps, each timed and counted in the summary: take the lock, finish or roll
+back an interrupted write from the journal, validate, audit, bring the index
+up to date, verify the index against the files, release the lock. A
+validation or audit error stops the run before the index step.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
     from .audit import audit
     from .inspect import scan
     from .validate import validate
+    from .writers import journal
 
+    run.step("journal", lambda: (None, _recovered(journal.recover(root))))
     previous = index.load_previous(root)
     snap = scan(root, reuse=previous.reuse if previous.facts else None, keep_text=True)
     run.counts = snap.layer_counts()
@@ -98,6 +101,13 @@ def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
                           "message": "the index disagrees with the files; run "
                           "'memory-forest index ROOT --full'", "details": checked}}
     return {}
+
+
+def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:
+    """An interrupted write is finished or rolled back first, so it cannot block every run."""
+    if outcome is None:
+        return {"recovered": 0}
+    return {"recovered": 1, "action": outcome["action"]}
 
 
 def _counted(found: list) -> tuple[list, dict[str, int]]:

@@ -228,12 +228,9 @@ def _repair(root: Path, wait: float) -> dict[str, Any]:
     from . import lock as locking
     from .writers import journal
 
-    done: dict[str, Any] = {}
-    if locking.state(root)["state"] == "stale":
-        done["stale_lock_removed"] = locking.unlock_stale(root)
+    # A stale lock fails here with lock_stale: it is removed only by 'unlock --stale'.
     with locking.held(root, "doctor --repair", wait=wait):
-        done["journal"] = journal.recover(root) or {"action": "none"}
-    return done
+        return {"journal": journal.recover(root) or {"action": "none"}}
 
 
 def _journal_state(root: Path) -> dict[str, Any]:

@@ -237,9 +237,7 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
     _doctor(outcome)
     repair = outcome.get("repair")
     if repair:
-        action = repair["journal"]["action"]
-        _out.print(f"repair: journal {action}" + (", stale lock removed"
-                                                  if "stale_lock_removed" in repair else ""))
+        _out.print(f"repair: journal {repair['journal']['action']}")
 
 
 def _generic(outcome: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from writerkit import assert_whole, event, istm_records, jsonl, state, write_jso
 
 from memory_forest import lock, operations
 from memory_forest.documents import sha256_hex
+from memory_forest.errors import ForestError
 from memory_forest.writers import journal
 from memory_forest.writers.capture import capture
 from memory_forest.writers.structured import structured_context
@@ -105,8 +106,12 @@ def test_a_crash_at_each_step_is_recovered_by_repair(forest, tmp_path, kind, ste
     assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
     assert lock.state(forest)["state"] == "stale"
     pending = manifest(forest)
+    with pytest.raises(ForestError) as refused:  # a dead writer's lock is never taken over
+        operations.doctor(forest, repair=True)
+    assert refused.value.code == "lock_stale"
+    assert operations.unlock(forest, stale=True)["removed"]["command"].startswith(
+        kind.replace("-", "_"))
     report = operations.doctor(forest, repair=True)  # what 'doctor --repair' runs
-    assert "stale_lock_removed" in report["repair"]
     expected = "rolled_back" if step in ROLLED_BACK else "rolled_forward"
     assert report["repair"]["journal"]["action"] == (
         "discarded_debris" if step == "staged" else expected)
@@ -120,11 +125,14 @@ def test_doctor_repair_on_the_command_line(forest, tmp_path):
     assert cli(*writer_args(forest, tmp_path, "remember"), crash="writing").returncode == \
         -signal.SIGKILL
     assert json.loads(cli("doctor", forest).stdout)["journal"]["state"] == "interrupted"
+    refused = cli("doctor", forest, "--repair")
+    assert refused.returncode == 1 and json.loads(refused.stdout)["error"]["code"] == "lock_stale"
+    unlocked = json.loads(cli("unlock", forest, "--stale").stdout)
+    assert unlocked["removed"]["command"].startswith("remember")
     repaired = cli("doctor", forest, "--repair")
     assert repaired.returncode == 0, repaired.stdout
     report = json.loads(repaired.stdout)
     assert report["repair"]["journal"]["action"] == "rolled_back"
-    assert report["repair"]["stale_lock_removed"]["command"] == "remember"
     assert report["journal"] == {"state": "clear"} and report["lock"] == {"state": "free"}
     assert state(forest) == before
 
@@ -166,8 +174,10 @@ def test_a_crash_during_recovery_is_recovered(forest, tmp_path):
     args = writer_args(forest, tmp_path, "remember")
     before = state(forest)
     assert cli(*args, crash="writing").returncode == -signal.SIGKILL
+    lock.unlock_stale(forest)
     assert cli("doctor", forest, "--repair", crash="recovering").returncode == -signal.SIGKILL
     assert journal.describe(forest)["phase"] == "rolling_back"
+    lock.unlock_stale(forest)
     assert operations.doctor(forest, repair=True)["repair"]["journal"]["action"] == \
         "rolled_back"
     assert state(forest) == before
@@ -191,6 +201,7 @@ def test_no_acknowledged_capture_is_lost_across_many_crashes(forest, tmp_path):
                 batches += 1
                 break
             assert result.returncode == -signal.SIGKILL
+            lock.unlock_stale(forest)  # the operator's explicit step after a crash
             operations.doctor(forest, repair=True)
     ids = [record["event_id"] for record in istm_records(forest)]
     assert len(ids) == len(set(ids)), "an event was stored twice"
