@@ -387,3 +387,12 @@ def test_no_body_text_in_any_output_unless_asked(tmp_path):
         assert "Plain words" not in text
     with_body = json.dumps(retrieve.search(root, sentinel, include_body=True))
     assert sentinel in with_body
+
+
+def test_only_the_first_words_of_a_long_paste_are_looked_up(shared_example):
+    filler = " ".join(f"zq{n}x" for n in range(retrieve.MAX_QUERY_TERMS))
+    first = retrieve.retrieve(shared_example, f"kimchi {filler}")
+    last = retrieve.retrieve(shared_example, f"{filler} kimchi")
+    kimchi = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    assert first["trails"][0]["nodes"][-1]["path"] == kimchi
+    assert all(trail["nodes"][-1]["path"] != kimchi for trail in last["trails"])

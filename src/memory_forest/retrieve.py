@@ -20,6 +20,9 @@ from .layers import layer_for
 from .text import query_terms
 
 DEFAULT_LIMIT = 10
+# A pasted page can hold thousands of distinct words; the first ones carry the
+# question, and the bound keeps every lookup's cost bounded too.
+MAX_QUERY_TERMS = 48
 MAX_LIMIT = 100
 STRUCTURED = (1, 2, 3, 4)
 INACTIVE = ("superseded", "archived")
@@ -67,7 +70,7 @@ def _near_pairs(terms: list[str]) -> str:
 def _checked_query(query: str) -> list[str]:
     if not query or not query.strip():
         raise usage_error("query_empty", "the query is empty")
-    terms = query_terms(query)
+    terms = query_terms(query)[:MAX_QUERY_TERMS]
     if not terms:
         raise ForestError("query_not_searchable",
                           "the query has no searchable words (only stopwords or punctuation)")
@@ -275,7 +278,8 @@ def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
     from .operations import result
 
     queries = [_checked_query(query)]
-    queries += [query_terms(probe.query) for probe in (plan.probes if plan is not None else [])]
+    queries += [query_terms(probe.query)[:MAX_QUERY_TERMS]
+                for probe in (plan.probes if plan is not None else [])]
     limit = _checked_limit(limit)
     root_path, con = _open(root)
     with con:
