@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from forestkit import new_forest, write_doc
+from forestkit import canonical_state, new_forest, write_doc
 
-from memory_forest import operations, registry
+from memory_forest import lock, operations, registry
 
 mcp = pytest.importorskip("mcp", reason="the optional 'mcp' SDK is not installed; CI installs "
                           "it through the dev extras (pip install 'memory-forest[mcp]')")
@@ -91,6 +91,14 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(forest, tmp_pat
         assert set(tools["open"]["inputSchema"]["properties"]) == {"path",
                                                                    "allow_source_layers"}
         assert tools["open"]["inputSchema"]["required"] == ["path"]
+        assert set(tools["capture"]["inputSchema"]["properties"]) == \
+            {"events", "transaction_id", "wait"}
+        assert set(tools["remember"]["inputSchema"]["properties"]) == \
+            {"tree", "branch", "leaf", "title", "content", "source", "tree_title",
+             "branch_title", "tag", "transaction_id", "wait"}
+        for writer in ("capture", "remember"):
+            assert tools[writer]["annotations"]["readOnlyHint"] is False
+            assert tools[writer]["annotations"]["destructiveHint"] is False
 
     serve(forest, scenario, tmp_path / "stderr.log")
 
@@ -202,3 +210,186 @@ def test_a_forest_without_an_index_answers_with_index_missing(tmp_path):
         assert status["ready"] is False and "memory-forest index" in status["next_step"]
 
     serve(root, scenario, tmp_path / "stderr.log")
+
+
+# --- the writer tools -----------------------------------------------------------------------
+
+HOSTILE = "## Parent\n[[01 xltm/XLTM]] <b>x</b>\n---\n```"
+
+
+def outside(root: Path) -> list[str]:
+    """What lies beside the forest (the server's log left out): writes must not show here."""
+    return sorted(p.name for p in root.parent.iterdir() if p.name != "stderr.log")
+
+
+def test_remember_then_retrieve_route_and_open_find_the_new_leaf(forest, tmp_path):
+    leaf = "04 stm/kitchen/fermentation/brine-ratio.md"
+    beside = outside(forest)
+
+    async def scenario(client: Session) -> None:
+        assert (await client.call("retrieve", {"query": "Zymurgicsentinel"}))["count"] == 0
+        done = await client.call("remember", {
+            "tree": "kitchen", "branch": "fermentation", "leaf": "brine-ratio",
+            "title": "Brine ratio", "content": f"Zymurgicsentinel brine is 5 percent.\n{HOSTILE}",
+            "source": "test-agent", "tag": ["brine"]})
+        assert done["path"] == leaf and done["created"] is True
+        assert done["already_applied"] is False and done["operation"] == "remember"
+        assert {t["path"] for t in done["touched"]} == {
+            leaf, "03 mtm/kitchen/fermentation.md", done["shard"]}
+        # The lock was held only while the write ran.
+        assert lock.state(forest)["state"] == "free"
+        found = await client.call("retrieve", {"query": "Zymurgicsentinel"})
+        assert found["count"] == 1
+        trail = found["trails"][0]
+        assert trail["complete"] is True and trail["nodes"][-1]["path"] == leaf
+        assert [n["layer"] for n in trail["nodes"]] == ["01 xltm", "02 ltm", "03 mtm", "04 stm"]
+        routed = await client.call("route", {"query": "brine ratio"})
+        assert routed["results"][0]["path"] == leaf
+        opened = await client.call("open", {"path": leaf})
+        assert opened["sha256"] == trail["nodes"][-1]["sha256"]
+        body = opened["body"]
+        assert body == (forest / leaf).read_text(encoding="utf-8")
+        assert "Zymurgicsentinel brine is 5 percent." in body
+        assert f"{done['shard']}#{done['event_id']}" in body  # the block cites its event
+        # The caller's Markdown is inert: no heading, link or fence of its own.
+        assert "\n## Parent" not in body and "\\#\\# Parent" in body
+        assert "\\[\\[01 xltm/XLTM\\]\\]" in body and "\n```" not in body
+        raw = await client.call("open", {"path": done["shard"], "allow_source_layers": True})
+        event = json.loads(raw["body"].splitlines()[-1])
+        assert event["event_id"] == done["event_id"] and event["kind"] == "remember"
+        assert event["source"] == "test-agent"
+        # A second fact for the same leaf is appended to it.
+        again = await client.call("remember", {
+            "tree": "kitchen", "branch": "fermentation", "leaf": "brine-ratio",
+            "title": "ignored", "content": "Checked again: still 5 percent."})
+        assert again["created"] is False and again["path"] == leaf
+        assert {t["path"] for t in again["touched"]} == {leaf, again["shard"]}
+        opened = await client.call("open", {"path": leaf})
+        assert "Checked again" in opened["body"] and "Zymurgicsentinel" in opened["body"]
+
+    serve(forest, scenario, tmp_path / "stderr.log")
+    assert outside(forest) == beside  # nothing written beside the forest, lock gone
+    log = (tmp_path / "stderr.log").read_text()
+    assert "Zymurgicsentinel" not in log and "5 percent" not in log
+
+
+def test_capture_lands_in_istm_once_and_retries_are_idempotent(forest, tmp_path):
+    events = [{"event_id": "evt-mcp-1", "observed_at": "2026-11-30T08:00:00+01:00",
+               "source": "test-agent", "kind": "note",
+               "payload": {"text": "Quillwortsentinel seedlings moved to bench C.",
+                           "auth": "password=hunter2hunter2"}},  # release-audit: allow
+              {"event_id": "evt-mcp-2", "observed_at": "2026-11-30T08:05:00Z",
+               "source": "test-agent", "kind": "note", "payload": ["plain", 2, None]}]
+
+    async def scenario(client: Session) -> None:
+        done = await client.call("capture", {"events": events, "transaction_id": "tx-mcp-1"})
+        assert done["event_ids"] == ["evt-mcp-1", "evt-mcp-2"]
+        assert (done["captured"], done["duplicates"], done["already_applied"]) == (2, 0, False)
+        assert done["redactions"] == {"assignment": 1}
+        shard = done["shard"]
+        assert shard.startswith("06 istm/") and [t["path"] for t in done["touched"]] == [shard]
+        assert lock.state(forest)["state"] == "free"
+        stored = [json.loads(line) for line in
+                  (forest / shard).read_text(encoding="utf-8").splitlines()]
+        assert [r["event_id"] for r in stored] == ["evt-mcp-1", "evt-mcp-2"]
+        assert stored[0]["payload"]["auth"] == "password=[REDACTED:assignment]"
+        assert stored[1]["payload"] == ["plain", 2, None]
+        assert all(r["captured_at"] == done["captured_at"] for r in stored)
+        # The raw layer is searchable and openable by name, as for any capture.
+        searched = await client.call("search", {"query": "Quillwortsentinel", "layer": ["istm"]})
+        assert [r["path"] for r in searched["results"]] == [shard]
+        opened = await client.call("open", {"path": shard, "allow_source_layers": True})
+        assert "Quillwortsentinel" in opened["body"] and "hunter2" not in opened["body"]
+        before = (forest / shard).read_bytes()
+        # A retry with the same transaction id: the stored receipt, nothing written.
+        retry = await client.call("capture", {"events": events, "transaction_id": "tx-mcp-1"})
+        assert retry["already_applied"] is True
+        assert retry["committed_at"] == done["committed_at"]
+        # A retry without it (a lost answer): the event ids land exactly once.
+        again = await client.call("capture", {"events": events})
+        assert (again["captured"], again["duplicates"], again["shard"]) == (0, 2, None)
+        single = await client.call("capture", {"events": events[1]})  # one object, not a list
+        assert single["duplicates"] == 1 and single["event_ids"] == ["evt-mcp-2"]
+        assert (forest / shard).read_bytes() == before
+        conflict = await client.error("capture", {"events": {**events[1], "payload": "other"}})
+        assert conflict["code"] == "capture_event_conflict"
+        assert conflict["details"] == {"event_id": "evt-mcp-2", "event": 1}
+        reused = await client.error("capture", {"events": events[:1],
+                                                "transaction_id": "tx-mcp-1"})
+        assert reused["code"] == "transaction_id_conflict"
+        assert (forest / shard).read_bytes() == before
+
+    serve(forest, scenario, tmp_path / "stderr.log")
+    log = (tmp_path / "stderr.log").read_text()
+    assert "Quillwortsentinel" not in log and "hunter2" not in log
+
+
+def test_write_errors_carry_the_cli_codes_and_change_nothing(forest, tmp_path):
+    event = {"observed_at": "2026-11-30T09:00:00Z", "source": "s", "kind": "note",
+             "payload": "p"}
+    fact = {"tree": "kitchen", "branch": "fermentation", "leaf": "new", "title": "New",
+            "content": "A fact."}
+    before = canonical_state(forest)
+
+    async def scenario(client: Session) -> None:
+        cases = [
+            ("capture", {"events": []}, "capture_empty"),
+            ("capture", {"events": "text"}, "capture_not_object"),
+            ("capture", {"events": [event, 7]}, "capture_not_object"),
+            ("capture", {"events": {"source": "s"}}, "capture_missing_field"),
+            ("capture", {"events": {**event, "sha256": "x"}}, "capture_reserved_field"),
+            ("capture", {"events": {**event, "observed_at": "yesterday"}},
+             "capture_bad_observed_at"),
+            ("capture", {"events": {**event, "event_id": "-bad"}}, "capture_bad_event_id"),
+            ("capture", {"events": event, "transaction_id": "../x"}, "transaction_id_invalid"),
+            ("capture", {"events": event, "wait": 3600}, "usage_error"),
+            ("capture", {"events": event, "file": "/etc/passwd"}, "usage_error"),
+            ("capture", {}, "usage_error"),
+            ("remember", {**fact, "tree": "../etc"}, "route_bad_segment"),
+            ("remember", {**fact, "leaf": "a[b]"}, "route_unlinkable_segment"),
+            ("remember", {**fact, "title": " "}, "title_empty"),
+            ("remember", {**fact, "content": "\n "}, "content_empty"),
+            ("remember", {**fact, "content": "bell \u0007"}, "content_control_character"),
+            ("remember", {**fact, "content": "x" * (256 * 1024 + 1)}, "content_too_large"),
+            ("remember", {**fact, "tag": "one"}, "usage_error"),
+            ("remember", {**{k: v for k, v in fact.items() if k != "content"},
+                          "file": "/etc/passwd"}, "usage_error"),
+        ]
+        for name, arguments, code in cases:
+            error = await client.error(name, arguments)
+            assert error["code"] == code, (name, arguments, error)
+        # Another writer holds the lock: both writers fail at once, the lock stays its own.
+        owner = lock.acquire(forest, "test")
+        try:
+            for name, arguments in (("capture", {"events": event}), ("remember", fact)):
+                error = await client.error(name, arguments)
+                assert error["code"] == "lock_held", error
+                assert error["details"]["command"] == "test"
+            assert lock.state(forest)["state"] == "held"
+        finally:
+            lock.release(forest, owner)
+        assert canonical_state(forest) == before
+        # Once it is free the same call succeeds.
+        assert (await client.call("remember", fact))["created"] is True
+
+    serve(forest, scenario, tmp_path / "stderr.log")
+
+
+def test_cli_and_tool_give_the_same_code_for_a_held_lock(forest, tmp_path):
+    events = tmp_path / "events.json"
+    events.write_text(json.dumps({"observed_at": "2026-11-30T09:00:00Z", "source": "s",
+                                  "kind": "note", "payload": "p"}), encoding="utf-8")
+    owner = lock.acquire(forest, "test")
+    try:
+        done = subprocess.run([sys.executable, "-m", "memory_forest", "--json", "capture",
+                               str(forest), "--file", str(events)],
+                              capture_output=True, text=True, timeout=60)
+        cli_code = json.loads(done.stdout)["error"]["code"]
+
+        async def scenario(client: Session) -> None:
+            error = await client.error("capture", {"events": json.loads(events.read_text())})
+            assert error["code"] == cli_code == "lock_held"
+
+        serve(forest, scenario, tmp_path / "stderr.log")
+    finally:
+        lock.release(forest, owner)

@@ -33,8 +33,13 @@ def test_every_operation_has_a_cli_command_with_the_same_parameter_names(operati
     assert command is not None, f"no CLI command '{operation.name}'"
     cli_params = {param.name for param in command.params} - {"root"}
     fields = set(operation.arguments.model_fields)
-    assert set(operation.cli_only) <= cli_params, "cli_only names a parameter the CLI lacks"
-    assert cli_params - set(operation.cli_only) == fields
+    cli_only, tool_only = set(operation.cli_only), set(operation.tool_only)
+    assert cli_only <= cli_params - fields, "cli_only names no CLI-only parameter"
+    assert tool_only <= fields - cli_params, "tool_only names no tool-only argument"
+    # An argument only the tool has is input the CLI takes in another shape, never new input.
+    assert not tool_only or cli_only
+    assert cli_params - cli_only == fields - tool_only
+
 
 
 @pytest.mark.parametrize("operation", registry.OPERATIONS, ids=lambda op: op.name)
@@ -77,7 +82,11 @@ def test_a_query_plan_argument_goes_through_the_strict_plan_parser():
 # --- library results match the published result models --------------------------------------
 
 
-def test_library_results_validate_against_the_result_models(shared_example):
+EVENT = {"event_id": "evt-registry-1", "observed_at": "2026-11-30T09:00:00Z",
+         "source": "test", "kind": "note", "payload": {"text": "Brine at 5 percent."}}
+
+
+def test_library_results_validate_against_the_result_models(shared_example, example_forest):
     calls = {
         "route": {"query": "kimchi fermentation"},
         "search": {"query": "sesame", "layer": ["stm", "daily"]},
@@ -85,14 +94,54 @@ def test_library_results_validate_against_the_result_models(shared_example):
                      "query_plan": {"schema_version": 1, "probes": [{"query": "tomato"}]}},
         "open": {"path": KIMCHI},
         "status": {},
+        # The writers write into a fresh copy; the shared forest stays as it was.
+        "capture": {"events": [EVENT, {**EVENT, "event_id": "evt-registry-2"}],
+                    "transaction_id": "tx-registry-capture"},
+        "remember": {"tree": "kitchen", "branch": "pickles", "leaf": "dill",
+                     "title": "Dill pickles", "content": "Brine at 5 percent.",
+                     "tag": ["pickles"], "transaction_id": "tx-registry-remember"},
     }
     assert set(calls) == set(registry.BY_NAME)
     for name, arguments in calls.items():
         operation = registry.BY_NAME[name]
-        outcome = operation.call(shared_example, operation.arguments.model_validate(arguments))
+        root = shared_example if operation.read_only else example_forest
+        outcome = operation.call(root, operation.arguments.model_validate(arguments))
         assert outcome["ok"] is True and outcome["operation"] == name
         operation.result.model_validate(outcome)
         assert outcome.get("count", 1) >= 1
+        if not operation.read_only:  # an exact retry answers from the receipt, same shape
+            again = operation.call(root, operation.arguments.model_validate(arguments))
+            assert again["already_applied"] is True and outcome["already_applied"] is False
+            operation.result.model_validate(again)
+
+
+def test_write_arguments_leave_the_event_and_name_checks_to_the_library():
+    for events, code in [([], "capture_empty"), ("text", "capture_not_object"),
+                         ([EVENT, 3], "capture_not_object"),
+                         ([{**EVENT, "payload": float("nan")}], "capture_non_finite")]:
+        with pytest.raises(ForestError) as caught:
+            schemas.CaptureArguments.model_validate({"events": events})
+        assert caught.value.code == code
+    one = schemas.CaptureArguments.model_validate({"events": EVENT})
+    assert one.events == [EVENT] and one.wait == 0
+    # Field checks of an event, names and titles come from the library, with its codes.
+    assert schemas.CaptureArguments.model_validate({"events": {"payload": 1}}).events
+    args = schemas.RememberArguments.model_validate(
+        {"tree": "a/b", "branch": "x", "leaf": "y", "title": "", "content": "c"})
+    assert args.tree == "a/b" and args.source == "memory-forest"
+    for bad in [{"events": EVENT, "wait": 31}, {"events": EVENT, "wait": -1},
+                {"events": EVENT, "wait": True}, {"events": EVENT, "transaction_id": 7},
+                {"events": EVENT, "file": "/etc/passwd"}, {}]:
+        with pytest.raises(ValidationError):
+            schemas.CaptureArguments.model_validate(bad)
+    with pytest.raises(ValidationError):  # content comes inline only
+        schemas.RememberArguments.model_validate(
+            {"tree": "t", "branch": "b", "leaf": "l", "title": "T", "file": "notes.md"})
+    schema = schemas.CaptureArguments.model_json_schema()
+    assert schema["required"] == ["events"]
+    assert schema["$defs"]["Event"]["required"] == ["observed_at", "source", "kind", "payload"]
+    assert [form.get("type") for form in schema["properties"]["events"]["anyOf"]] == \
+        [None, "array"]
 
 
 def test_gate_receipts_validate_against_the_receipt_model(shared_example, empty_forest):
@@ -140,3 +189,8 @@ def test_mcp_tools_are_the_registry_projected():
         assert tool["annotations"]["openWorldHint"] is False
         if operation.read_only:
             assert cli_commands()[operation.name] is not None
+            assert "destructiveHint" not in tool["annotations"]
+        else:  # the writers only add: append events, create or extend records, add links
+            assert tool["annotations"]["destructiveHint"] is False
+    assert {op.name for op in registry.OPERATIONS if not op.read_only} == {"capture",
+                                                                         "remember"}

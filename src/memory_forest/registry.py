@@ -2,15 +2,22 @@
 
 An ``Operation`` names a library call, its argument and result models, and
 whether it only reads. The MCP server publishes one tool per entry, with
-schemas from the models and annotations from ``read_only``. The CLI has a
-hand-written command of the same name per entry (start-up cost keeps pydantic
-out of it); ``tests/test_registry.py`` checks that both agree: same names,
-the CLI's parameters named like the model's fields, read-only entries
-annotated read-only.
+schemas from the models and annotations from ``read_only`` and
+``destructive``. The CLI has a hand-written command of the same name per
+entry (start-up cost keeps pydantic out of it); ``tests/test_registry.py``
+checks that both agree: same names, the CLI's parameters named like the
+model's fields, read-only entries annotated read-only.
 
-Adding an operation (the writers ``capture`` and ``remember`` come next) is
-adding its models to ``schemas`` and one entry to ``OPERATIONS``; the call
-takes the lock itself while it writes, so the server needs no change.
+Where the two surfaces take the same input in different shapes, the entry
+says so: ``cli_only`` lists CLI parameters with no tool argument, and
+``tool_only`` tool arguments with no CLI parameter. ``capture`` is the one
+such case: the CLI reads events from a file or stdin (``source``, ``file``),
+the tool takes them inline (``events``), so the server never opens a file
+an agent names.
+
+Adding an operation is adding its models to ``schemas`` and one entry to
+``OPERATIONS``. A writer's call takes the lock itself, only while it
+writes, so the server needs no change for writers either.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ class Operation:
     result: type[BaseModel]
     call: Callable[[Path, Any], dict[str, Any]]  # (forest root, validated arguments) -> result
     cli_only: tuple[str, ...] = ()  # CLI parameters with no tool argument (say why in the entry)
+    tool_only: tuple[str, ...] = ()  # tool arguments with no CLI parameter (say why, too)
+    # MCP destructiveHint of a writer: False when it only adds (appends, creates, links)
+    # and never removes or rewrites what is there.
+    destructive: bool = True
 
 
 def _route(root: Path, args: schemas.RouteArguments) -> dict[str, Any]:
@@ -65,6 +76,22 @@ def _status(root: Path, args: schemas.StatusArguments) -> dict[str, Any]:
     from .operations import status
 
     return status(root)
+
+
+def _capture(root: Path, args: schemas.CaptureArguments) -> dict[str, Any]:
+    from .writers.capture import capture_events
+
+    return capture_events(root, args.events, transaction_id=args.transaction_id,
+                          wait=args.wait)
+
+
+def _remember(root: Path, args: schemas.RememberArguments) -> dict[str, Any]:
+    from .writers.remember import remember
+
+    return remember(root, args.tree, args.branch, args.leaf, args.title, args.content,
+                    source=args.source, tree_title=args.tree_title,
+                    branch_title=args.branch_title, tags=args.tag,
+                    transaction_id=args.transaction_id, wait=args.wait)
 
 
 OPERATIONS: list[Operation] = [
@@ -140,6 +167,62 @@ OPERATIONS: list[Operation] = [
         arguments=schemas.StatusArguments,
         result=schemas.StatusResult,
         call=_status,
+    ),
+    Operation(
+        name="capture",
+        title="Capture raw events",
+        description=(
+            "Append raw events to the forest's raw layer, the ISTM shard of today "
+            "('06 istm/YYYY-MM-DD.jsonl', UTC); no other canonical file changes. 'events' is "
+            "one event object or a list of them, stored as one batch, all or nothing. Each "
+            "needs observed_at (RFC 3339 with a time zone), source, kind and payload; the "
+            "tool adds captured_at, sha256 and, when absent, event_id. Credential-shaped "
+            "strings (keys, tokens, passwords) become [REDACTED:<rule>] before anything is "
+            "stored. Events are stored as JSON data: they never become Markdown, links or "
+            "instructions. The forest lock is held only while the write runs; when another "
+            "writer holds it the call fails with lock_held ('wait' waits up to "
+            f"{schemas.MAX_WAIT:g} s). Safe to retry: the same transaction_id with the same "
+            "events returns the stored receipt (already_applied=true), and an event_id "
+            "already stored with the same content is not stored twice (with other content: "
+            "capture_event_conflict). Returns the receipt: event_ids, shard, redaction "
+            "counts, touched files."
+        ),
+        read_only=False,
+        destructive=False,
+        arguments=schemas.CaptureArguments,
+        result=schemas.CaptureResult,
+        call=_capture,
+        # The CLI reads the batch from stdin ('-') or --file; the tool takes it inline, so
+        # an agent can never make the server read a file.
+        cli_only=("source", "file"),
+        tool_only=("events",),
+    ),
+    Operation(
+        name="remember",
+        title="Remember a fact",
+        description=(
+            "Record one durable fact now, in one transaction: the content is captured as an "
+            "ISTM event (kind 'remember', redacted like capture) in today's "
+            "'06 istm/YYYY-MM-DD.jsonl' and filed as a dated block, citing that event, in "
+            "the STM leaf '04 stm/<tree>/<branch>/<leaf>.md'. An existing leaf gets the block "
+            "appended; a new leaf is created with 'title', after any missing parent (branch "
+            "'03 mtm/<tree>/<branch>.md', tree '02 ltm/<tree>_LTM.md'), parent first, each "
+            "parent gaining one link to its new child. The content is made inert: Markdown "
+            "in it (headings, links, wikilinks, HTML, code fences, frontmatter) is escaped "
+            "and reads as plain text. No other canonical file changes. The index is updated, "
+            "so retrieve and open find the leaf at once. The forest lock is held only while "
+            "the write runs (lock_held when another writer has it; 'wait' waits up to "
+            f"{schemas.MAX_WAIT:g} s). Pass a transaction_id to retry safely: the same id "
+            "and arguments return the stored receipt (already_applied=true) instead of "
+            "writing twice."
+        ),
+        read_only=False,
+        destructive=False,
+        arguments=schemas.RememberArguments,
+        result=schemas.RememberResult,
+        call=_remember,
+        # Content comes inline; the CLI can also read it from a file or stdin.
+        cli_only=("file",),
     ),
 ]
 

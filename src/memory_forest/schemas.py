@@ -7,9 +7,11 @@ from ``GateReceipt``.
 
 Argument models are strict and closed (no coercion, no unknown fields) and
 are named like the CLI's parameters. Range checks that the library already
-makes (limit, layer names, empty queries) are documented in the schema but
-left to the library, so a caller gets the same error code from every
-surface. A query plan is parsed by ``queryplan.parse``, with its own codes.
+makes (limit, layer names, empty queries, names, titles, transaction ids,
+events) are documented in the schema but left to the library, so a caller
+gets the same error code from every surface. A query plan is parsed by
+``queryplan.parse``, and capture's events by ``capture.inline_events``, each
+with its own codes.
 
 Nothing on the per-turn path imports this module: pydantic costs more to
 import than a whole lookup.
@@ -17,13 +19,18 @@ import than a whole lookup.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .gate import MESSAGES as GATE_MESSAGES
 from .queryplan import QueryPlan
 from .retrieve import DEFAULT_LIMIT, MAX_LIMIT
+from .routes import MAX_SEGMENT
+from .writers.capture import EVENT_ID, MAX_EVENTS, MAX_LABEL
+from .writers.markdown import MAX_TITLE
+from .writers.receipts import TRANSACTION_ID
+from .writers.remember import MAX_CONTENT_BYTES
 
 _LIMIT_RANGE = {"minimum": 1, "maximum": MAX_LIMIT}
 _QUERY = ("Literal text, usually the user's own words. Punctuation, quotes and search "
@@ -82,6 +89,85 @@ class OpenArguments(Arguments):
 
 class StatusArguments(Arguments):
     pass
+
+
+# The writers' shared arguments. ``wait`` is the one range pydantic checks itself: the
+# library accepts any wait, but a tool call must not park a server thread for long.
+MAX_WAIT = 30.0
+_TRANSACTION_ID = ("Id of this write, for a safe retry: the same id with the same arguments "
+                   "returns the stored receipt (already_applied=true) and writes nothing; the "
+                   "same id with other arguments fails with transaction_id_conflict. 1-128 "
+                   "letters, digits, '.', '_' or '-'. Default: a new id.")
+_WAIT = (f"Seconds (0-{MAX_WAIT:g}) to wait for the forest lock while another writer holds "
+         "it; with 0 a held lock fails at once with lock_held.")
+
+
+# Published as a schema only: capture's events are checked by the library, for its codes.
+class Event(BaseModel):
+    """One raw event. Keys besides these are stored as given."""
+
+    model_config = ConfigDict(extra="allow", title="Event")
+    event_id: str | None = Field(
+        None, description="Your stable id for this event: a retried batch with the same ids "
+        "stores each event once. Default: a new id.", json_schema_extra={"pattern": EVENT_ID})
+    observed_at: str = Field(description="When it happened: RFC 3339 with a time zone, e.g. "
+                             "'2026-11-30T09:15:00Z'.", json_schema_extra={"format": "date-time"})
+    source: str = Field(description="Who or what observed it, one line.",
+                        json_schema_extra={"minLength": 1, "maxLength": MAX_LABEL})
+    kind: str = Field(description="What sort of event, one line, e.g. 'note', 'decision', "
+                      "'message'.", json_schema_extra={"minLength": 1, "maxLength": MAX_LABEL})
+    payload: Any = Field(description="The observation itself: any JSON value. Stored as data; "
+                         "credential-shaped strings are redacted.")
+
+
+class CaptureArguments(Arguments):
+    events: list[dict[str, Any]] = Field(
+        description="One event object, or a list of them stored as one batch (all or nothing). "
+        "Other keys of an event are stored as given; 'captured_at' and 'sha256' are filled by "
+        "the tool and may not be supplied.")
+    transaction_id: str | None = Field(None, description=_TRANSACTION_ID,
+                                       json_schema_extra={"pattern": TRANSACTION_ID})
+    wait: float = Field(0.0, ge=0, le=MAX_WAIT, description=_WAIT)
+
+    @field_validator("events", mode="plain", json_schema_input_type=Event | Annotated[
+        list[Event], Field(min_length=1, max_length=MAX_EVENTS)])
+    @classmethod
+    def _inline(cls, value: Any) -> Any:
+        # The library's checks and codes (capture_empty, capture_not_object, ...), as for a file.
+        from .writers.capture import inline_events
+
+        return inline_events(value)
+
+
+_SEGMENT = {"minLength": 1, "maxLength": MAX_SEGMENT}
+
+
+class RememberArguments(Arguments):
+    tree: str = Field(description="Tree (domain) name: the '<tree>' of '02 ltm/<tree>_LTM.md'. "
+                      "Reuse a tree that route or retrieve showed when the fact belongs there.",
+                      json_schema_extra=_SEGMENT)
+    branch: str = Field(description="Branch name inside the tree: '03 mtm/<tree>/<branch>.md'.",
+                        json_schema_extra=_SEGMENT)
+    leaf: str = Field(description="Leaf (STM record) name: '04 stm/<tree>/<branch>/<leaf>.md'. "
+                      "An existing leaf gets the fact appended.", json_schema_extra=_SEGMENT)
+    title: str = Field(description="Title of the leaf when it is new (ignored for an existing "
+                       "leaf). One line.", json_schema_extra={"minLength": 1,
+                                                             "maxLength": MAX_TITLE})
+    content: str = Field(description="The fact to remember, as plain text (at most "
+                         f"{MAX_CONTENT_BYTES // 1024} KiB of UTF-8). Markdown in it is escaped "
+                         "and shows as written: it cannot add headings, links, HTML or "
+                         "frontmatter.", json_schema_extra={"minLength": 1})
+    source: str = Field("memory-forest", description="Who remembers: the ISTM event's source, "
+                        "e.g. the agent's name.",
+                        json_schema_extra={"minLength": 1, "maxLength": MAX_LABEL})
+    tree_title: str | None = Field(None, description="Title of the tree if it is new. Default: "
+                                   "its name.")
+    branch_title: str | None = Field(None, description="Title of the branch if it is new. "
+                                     "Default: its name.")
+    tag: list[str] | None = Field(None, description="Tags of the leaf if it is new.")
+    transaction_id: str | None = Field(None, description=_TRANSACTION_ID,
+                                       json_schema_extra={"pattern": TRANSACTION_ID})
+    wait: float = Field(0.0, ge=0, le=MAX_WAIT, description=_WAIT)
 
 
 # --- results --------------------------------------------------------------------------------
@@ -153,6 +239,51 @@ class StatusResult(Result):
     config: str
     versions: dict[str, str]
     next_step: str | None
+
+
+class Touched(BaseModel):
+    path: str = Field(description="Root-relative path of a file the write changed.")
+    before_sha256: str | None = Field(description="Hash before the write; null for a new file.")
+    after_sha256: str
+
+
+class WriteResult(Result):
+    """A writer's receipt, as stored in ``.memory-forest/receipts/<transaction_id>.json``."""
+
+    already_applied: bool = Field(description="True when this transaction id had already been "
+                                  "committed with the same request: nothing was written now; "
+                                  "this is the stored receipt.")
+    transaction_id: str
+    receipt_version: int
+    plan_sha256: str = Field(description="sha256 of the canonical request.")
+    committed_at: str
+    touched: list[Touched]
+    created_dirs: list[str]
+    check: dict[str, Any] = Field(description="validate and audit summaries of the checked "
+                                  "neighbourhood of the write.")
+    index: dict[str, Any] = Field(description="The index update of the touched paths.")
+    index_built: dict[str, Any] | None = Field(None, description="Present when this first "
+                                               "write built the missing index.")
+    recovered: dict[str, Any] | None = Field(None, description="Present when an interrupted "
+                                             "earlier write was finished or undone first.")
+
+
+class CaptureResult(WriteResult):
+    shard: str | None = Field(description="The ISTM shard written; null when every event was "
+                              "already stored.")
+    event_ids: list[str] = Field(description="The id of each event, in input order.")
+    captured: int = Field(description="Events stored now.")
+    duplicates: int = Field(description="Events already stored with the same content.")
+    captured_at: str
+    redactions: dict[str, int] = Field(description="Redacted credentials per rule.")
+
+
+class RememberResult(WriteResult):
+    path: str = Field(description="The STM leaf that holds the fact: open it by this path.")
+    created: bool = Field(description="True when the leaf was new.")
+    event_id: str
+    shard: str = Field(description="The ISTM shard that holds the event.")
+    redactions: dict[str, int] = Field(description="Redacted credentials per rule.")
 
 
 # --- the gate receipt -----------------------------------------------------------------------

@@ -190,6 +190,42 @@ def test_too_many_events(empty_forest, tmp_path, monkeypatch):
         "capture_too_many_events"
 
 
+# --- events given inline (the MCP tool) -------------------------------------------------------
+
+
+def test_inline_events_are_the_same_request_as_a_file(empty_forest, tmp_path):
+    batch = [event(1, event_id="inline-1"), event(2)]
+    first = run(empty_forest, tmp_path, batch, transaction_id="tx-inline")
+    inline = cap.capture_events(empty_forest, cap.inline_events(batch),
+                                transaction_id="tx-inline")
+    assert inline["already_applied"] is True
+    assert inline["plan_sha256"] == first["plan_sha256"]
+    single = cap.capture_events(empty_forest, cap.inline_events(batch[0]))
+    assert (single["captured"], single["duplicates"]) == (0, 1)
+
+
+@pytest.mark.parametrize("value, code", [
+    ([], "capture_empty"),
+    (None, "capture_not_object"),
+    ("text", "capture_not_object"),
+    ([event(1), [1]], "capture_not_object"),
+    ([event(1, payload=float("inf"))], "capture_non_finite"),
+    ({**event(1), "payload": {"a": float("nan")}}, "capture_non_finite"),
+    ([event(1, payload={1, 2})], "capture_invalid_json"),
+])
+def test_inline_rejections(value, code):
+    assert code_of(lambda: cap.inline_events(value)) == code
+
+
+def test_inline_limits(monkeypatch):
+    monkeypatch.setattr(cap, "MAX_EVENTS", 3)
+    assert code_of(lambda: cap.inline_events([event(n) for n in range(4)])) == \
+        "capture_too_many_events"
+    monkeypatch.setattr(cap, "MAX_INPUT_BYTES", 200)
+    assert code_of(lambda: cap.inline_events([event(n) for n in range(3)])) == \
+        "capture_input_too_large"
+
+
 def test_an_event_too_large(empty_forest, tmp_path):
     big = event(1, payload={"text": "x" * (cap.MAX_EVENT_BYTES + 1)})
     assert code_of(lambda: run(empty_forest, tmp_path, [big])) == "capture_event_too_large"

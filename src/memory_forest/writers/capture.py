@@ -15,6 +15,7 @@ all or nothing: one bad event rejects the batch.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 from pathlib import Path
@@ -114,6 +115,39 @@ def parse_input(raw: bytes) -> list[dict[str, Any]]:
     if not events:
         raise _bad("capture_empty", "the input holds no event")
     return events
+
+
+def inline_events(value: Any) -> list[dict[str, Any]]:
+    """Events given as a value rather than a file (the MCP tool's ``events``).
+
+    One JSON object is one event, a list of objects a batch. The checks and
+    codes are those of a file: the same limits on events and bytes, and
+    NaN or Infinity (which a lenient JSON parser upstream may have let
+    through) are rejected, never stored.
+    """
+    items = [value] if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        raise _bad("capture_not_object", "events are one JSON object or a list of objects")
+    if not items:
+        raise _bad("capture_empty", "the input holds no event")
+    if len(items) > MAX_EVENTS:
+        raise _bad("capture_too_many_events", f"a batch holds at most {MAX_EVENTS} events")
+    size = 0
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise _bad("capture_not_object", "each event is one JSON object", event=number)
+        try:
+            size += len(json.dumps(item, ensure_ascii=False, allow_nan=False).encode()) + 1
+        except ValueError:
+            raise _bad("capture_non_finite", f"event {number} holds NaN or Infinity",
+                       event=number) from None
+        except (TypeError, RecursionError):
+            raise _bad("capture_invalid_json", f"event {number} is not plain JSON",
+                       event=number) from None
+        if size > MAX_INPUT_BYTES:
+            raise _bad("capture_input_too_large",
+                       f"the input is larger than {MAX_INPUT_BYTES} bytes")
+    return items
 
 
 def _json_error(exc: StrictJSONError, line: int) -> ForestError:
@@ -256,6 +290,16 @@ def capture(root: str | Path, source: str, transaction_id: str | None = None,
     from ..safety import read_caller_file
 
     events = parse_input(read_caller_file(source, MAX_INPUT_BYTES, "capture_input"))
+    return capture_events(root, events, transaction_id=transaction_id, wait=wait)
+
+
+def capture_events(root: str | Path, events: list[dict[str, Any]],
+                   transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
+    """Capture events already in memory (from ``parse_input`` or ``inline_events``).
+
+    The request a receipt binds is the list of events, so the same batch given
+    as a file to the CLI or inline to the MCP tool is the same request.
+    """
     for number, event in enumerate(events, start=1):
         check_event(event, number)
 
