@@ -1,6 +1,6 @@
 """Common terms are scored only on candidates of the rarer ones, with unchanged scores.
 
-Large forests trigger this above 2,000 documents; here the cut-off is lowered
+Forests trigger this above 500 documents; here the cut-off is lowered
 through the function's own parameter so a small real index exercises it.
 """
 

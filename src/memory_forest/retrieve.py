@@ -35,8 +35,8 @@ MAX_PAIRS = 28  # all pairs of the first 8 terms; bounds the cost of long questi
 ANCESTOR_WEIGHT = 0.2  # evidence on a trail's owners supports, but never outweighs, its leaf
 TREE_WEIGHT = 1.0  # favor trails in the trees that hold most of the evidence
 PROBE_WEIGHT = 0.5  # a caller's extra probe is weaker evidence than the user's own words
-COMMON_SHARE = 0.05  # a term in more than this share of documents is "common" ...
-COMMON_MIN_DOCS = 2000  # ... and in more than this many: small forests score every term
+COMMON_SHARE = 0.02  # a term in more than this share of documents is "common" ...
+COMMON_MIN_DOCS = 500  # ... and in more than this many: small forests score every term
 
 # The retrieve command's options: name -> (type, default). The typer command and the
 # lean per-turn parser (``lean.parse``) are both built from this one table.
