@@ -121,7 +121,7 @@ def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], lim
     their score, so a stronger old record never pushes the current one out.
     """
     match = f"{{{columns}}} : ({expression})" if columns else expression
-    window = max(limit * 4, 100)
+    window = max(limit * 2, 20)
     while True:
         rows = con.execute(
             f"SELECT {_SELECT_NODE}, ranked.score FROM (SELECT rowid, "
@@ -330,11 +330,21 @@ def _base_scores(con: sqlite3.Connection, terms: list[str], depth: int,
         return {row[_PATH]: [row, score] for row, score in hits}
     found = {row[_PATH]: [row, score] for row, score in _hits(con, _any_of(rare), STRUCTURED,
                                                                depth)}
-    both = f"({_any_of(sorted(common))}) AND ({_any_of(rare)})"
-    for row, score in _hits(con, both, STRUCTURED, MAX_LIMIT * 10):
-        if row[_PATH] in found:
-            found[row[_PATH]][1] = score
+    by_rowid = {entry[0][0]: entry for entry in found.values()}
+    for rowid, score in _scores(con, f"({_any_of(sorted(common))}) AND ({_any_of(rare)})"):
+        if rowid in by_rowid:
+            by_rowid[rowid][1] = score
     return found
+
+
+def _scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]:
+    """(rowid, BM25) of every document matching an expression: no ranking, no join.
+
+    For expressions that only refine known candidates, whose matches are few.
+    """
+    rows = con.execute("SELECT rowid, bm25(terms, 2.0, 1.0, 1.0) FROM terms WHERE terms MATCH ?",
+                       (expression,))
+    return [(rowid, round(-score, 6)) for rowid, score in rows]
 
 
 def retrieve_command(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
@@ -359,11 +369,12 @@ def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str
     """Candidates for one query: BM25 over any term, plus phrase and proximity bonuses."""
     found = _base_scores(con, terms, depth)
     if len(terms) > 1:
+        by_rowid = {entry[0][0]: entry for entry in found.values()}
         for expression, weight in ((_phrases(terms), PHRASE_WEIGHT),
                                    (_near_pairs(terms), NEAR_WEIGHT)):
-            for row, score in _hits(con, expression, STRUCTURED, depth):
-                if row[_PATH] in found:
-                    found[row[_PATH]][1] += weight * score
+            for rowid, score in _scores(con, expression):
+                if rowid in by_rowid:
+                    by_rowid[rowid][1] += weight * score
     return found
 
 
