@@ -247,24 +247,16 @@ def _backup(path: Path, data: bytes) -> str:
     """Write the file's bytes as read to a new private sibling; never overwrite a backup."""
     import time
 
-    from .safety import fsync_dir
+    from .safety import fsync_dir, write_new_private
 
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for attempt in range(100):
         suffix = f"-{attempt}" if attempt else ""
         target = path.with_name(f"{path.name}.memory-forest-backup-{stamp}{suffix}")
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            write_new_private(target, data)
         except FileExistsError:
             continue
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         fsync_dir(path.parent)
         return str(target)
     raise ForestError("settings_backup_failed", "could not create a backup of the settings")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 
@@ -37,6 +38,27 @@ def loads_strict(text: str | bytes) -> Any:
         raise
     except (ValueError, RecursionError) as exc:
         raise StrictJSONError("syntax", str(exc).split(":")[0]) from None
+
+
+def load_object(raw: bytes | str, max_bytes: int, prefix: str,
+                reject: Callable[[str, str], Exception]) -> dict[str, Any]:
+    """One strict JSON object of at most ``max_bytes``, as every plan is read.
+
+    Failures go through ``reject(code, message)`` with the codes
+    ``<prefix>_too_large``, ``_duplicate_key``, ``_invalid_json``, ``_not_object``.
+    """
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > max_bytes:
+        raise reject(f"{prefix}_too_large", f"at most {max_bytes} bytes are accepted")
+    try:
+        data = loads_strict(raw)
+    except StrictJSONError as exc:
+        kind = "duplicate_key" if exc.kind == "duplicate_key" else "invalid_json"
+        raise reject(f"{prefix}_{kind}", f"not strict JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise reject(f"{prefix}_not_object", "expected one JSON object")
+    return data
 
 
 def dumps(obj: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ForestError
-from .jsonio import StrictJSONError, loads_strict
+from .jsonio import load_object
 
 MAX_BYTES = 32 * 1024
 DEFAULT_MAX_PROBES = 8
@@ -56,18 +56,7 @@ def load(source: str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
 
 
 def parse(raw: bytes | str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8")
-    if len(raw) > MAX_BYTES:
-        raise _reject("query_plan_too_large", f"a query plan is at most {MAX_BYTES} bytes")
-    try:
-        data = loads_strict(raw)
-    except StrictJSONError as exc:
-        code = "query_plan_duplicate_key" if exc.kind == "duplicate_key" else \
-            "query_plan_invalid_json"
-        raise _reject(code, f"query plan is not strict JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise _reject("query_plan_not_object", "a query plan is one JSON object")
+    data = load_object(raw, MAX_BYTES, "query_plan", _reject)
     try:
         plan = QueryPlan.model_validate(data)
     except ValidationError as exc:

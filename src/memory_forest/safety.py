@@ -277,25 +277,28 @@ def write_private(path: Path, data: bytes) -> None:
     fsynced so the rename survives a crash.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        write_new_private(tmp, data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def write_new_private(path: Path, data: bytes) -> None:
+    """Create ``path`` exclusively (never through a symlink), 0600 from its first byte,
+    write ``data`` and fsync it. Fails with FileExistsError if anything is there."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)
         view = memoryview(data)
         while view:
-            written = os.write(fd, view)
-            view = view[written:]
+            view = view[os.write(fd, view):]
         os.fsync(fd)
-    except BaseException:
+    finally:
         os.close(fd)
-        os.unlink(tmp)
-        raise
-    os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
 
 
 def fsync_dir(path: Path) -> None:

@@ -44,7 +44,13 @@ from ..documents import sha256_hex
 from ..errors import ForestError
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..layers import STATE_DIR
-from ..safety import FILE_MODE, fsync_dir, mkdir_private, read_regular, write_private
+from ..safety import (
+    fsync_dir,
+    mkdir_private,
+    read_regular,
+    write_new_private,
+    write_private,
+)
 
 JOURNAL = "journal"
 STAGING_PREFIX = "journal-staging-"
@@ -108,13 +114,13 @@ def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, by
             before, after = befores.get(path), changes[path]
             if before is not None:
                 _keep_before(root / path, staging / f"before-{slot}", before)
-            _write_new(staging / f"after-{slot}", after)
+            write_new_private(staging / f"after-{slot}", after)
             entries.append({"path": path, "slot": slot, "after": _image(after),
                             "before": None if before is None else _image(before)})
         crash_point("staged")
         manifest = {"format": FORMAT, "transaction_id": transaction_id, "operation": operation,
                     "state": "prepared", "entries": entries, "dirs": new_dirs, "draft": draft}
-        _write_new(staging / MANIFEST, dumps(manifest).encode())
+        write_new_private(staging / MANIFEST, dumps(manifest).encode())
         fsync_dir(staging)
         os.rename(staging, state_dir / JOURNAL)
     except BaseException:
@@ -122,19 +128,6 @@ def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, by
         raise
     fsync_dir(state_dir)
     return Journal(root, manifest)
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` (0600 from the start) with ``data`` and fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-    try:
-        os.fchmod(fd, FILE_MODE)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _image(data: bytes) -> dict[str, Any]:
@@ -149,7 +142,7 @@ def _keep_before(target: Path, keep: Path, data: bytes) -> None:
     except OSError:
         pass
     st = os.lstat(target)
-    _write_new(keep, data)
+    write_new_private(keep, data)
     os.utime(keep, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 

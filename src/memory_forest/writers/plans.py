@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ForestError
-from ..jsonio import StrictJSONError, loads_strict
+from ..jsonio import load_object
 from ..queryplan import exact_integer_version
 from .capture import EVENT_ID
 from .receipts import TRANSACTION_ID
@@ -182,17 +182,7 @@ def load(kind: str, source: str) -> Any:
 
 
 def parse(kind: str, raw: bytes | str) -> Any:
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8")
-    if len(raw) > MAX_PLAN_BYTES:
-        raise reject("plan_too_large", f"a plan is at most {MAX_PLAN_BYTES} bytes")
-    try:
-        data = loads_strict(raw)
-    except StrictJSONError as exc:
-        code = "plan_duplicate_key" if exc.kind == "duplicate_key" else "plan_invalid_json"
-        raise reject(code, f"the plan is not strict JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise reject("plan_not_object", "a plan is one JSON object")
+    data = load_object(raw, MAX_PLAN_BYTES, "plan", reject)
     try:
         plan = KINDS[kind].model_validate(data)
     except ValidationError as exc:
