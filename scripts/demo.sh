@@ -19,4 +19,10 @@ step retrieve "$forest" "斑点"
 step retrieve "$forest" "الزعتر"
 step retrieve "$forest" "réglage goutte-à-goutte"
 step retrieve "$forest" "rain tank reserve" --json
+step remember "$forest" --tree kitchen --branch fermentation --leaf miso \
+  --title "Miso batch 1" --content "Started 2 kg of barley miso; check the salt crust in March."
+step retrieve "$forest" "barley miso salt crust"
+printf '\n\033[1m$ echo "how cold should the kimchi fridge be?" | memory-forest gate\033[0m\n'
+echo "how cold should the kimchi fridge be?" | "$MF" gate "$forest"
+step maintain "$forest"
 printf '\nThe forest lived in %s and has been removed.\n' "$work"

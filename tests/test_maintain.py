@@ -15,7 +15,8 @@ from memory_forest.index import index_path
 def test_summary_has_every_step_with_durations_and_counts(example):
     outcome = maintenance.maintain(example)
     assert outcome["ok"] and outcome["operation"] == "maintain"
-    assert list(outcome["steps"]) == ["lock", "journal", "validate", "audit", "index", "verify"]
+    assert list(outcome["steps"]) == ["lock", "journal", "scan", "validate", "audit", "index",
+                                      "verify"]
     assert outcome["steps"]["journal"]["recovered"] == 0
     assert all(step["ok"] and step["duration_ms"] >= 0 for step in outcome["steps"].values())
     assert outcome["steps"]["verify"] == {**outcome["steps"]["verify"], "mode": "sample",

@@ -82,7 +82,8 @@ def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
 
     run.step("journal", lambda: (None, _recovered(journal.recover(root))))
     previous = index.load_previous(root)
-    snap = scan(root, reuse=previous.reuse if previous.facts else None, keep_text=True)
+    snap = run.step("scan", lambda: _scanned(scan(root, reuse=previous.reuse if previous.facts
+                                                       else None, keep_text=True)))[0]
     run.counts = snap.layer_counts()
     for name, rules in (("validate", validate), ("audit", audit)):
         found = run.step(name, lambda rules=rules: _counted(rules(snap)))[0]
@@ -108,6 +109,10 @@ def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:
     if outcome is None:
         return {"recovered": 0}
     return {"recovered": 1, "action": outcome["action"]}
+
+
+def _scanned(snap) -> tuple[Any, dict[str, int]]:
+    return snap, {"files": len(snap.facts), "read": len(snap.texts)}
 
 
 def _counted(found: list) -> tuple[list, dict[str, int]]:
