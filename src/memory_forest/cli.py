@@ -319,17 +319,9 @@ def remember(
     """
     from .writers import remember as remembering
 
-    def call() -> dict[str, Any]:
-        if (content is None) == (file is None):
-            from .errors import usage_error
-
-            raise usage_error("content_required", "give exactly one of --content or --file")
-        text = content if content is not None else _read_text(file, "content")
-        return remembering.remember(root, tree, branch, leaf, title, text, source=source,
-                                    tree_title=tree_title, branch_title=branch_title,
-                                    tags=tag, transaction_id=transaction_id, wait=wait)
-
-    _emit("remember", call)
+    _emit("remember", lambda: remembering.remember_command(
+        root, tree, branch, leaf, title, content, file, source=source, tree_title=tree_title,
+        branch_title=branch_title, tags=tag, transaction_id=transaction_id, wait=wait))
 
 
 @app.command("apply-daily")
@@ -403,19 +395,6 @@ def _one_input(source: str | None, file: str | None, prefix: str) -> str:
     if (source is None) == (file is None):
         raise usage_error(f"{prefix}_input_required", "give exactly one of - (stdin) or --file")
     return file if file is not None else "-"
-
-
-def _read_text(source: str, prefix: str) -> str:
-    from .errors import usage_error
-    from .safety import read_caller_file
-
-    raw = read_caller_file(source, 4 * 1024 * 1024, prefix)
-    try:
-        return raw.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError:
-        raise usage_error(f"{prefix}_not_utf8", "the input is not UTF-8") from None
-
-
 
 
 # --- agent integration (issue 5) ------------------------------------------------------------

@@ -26,6 +26,25 @@ def entry_block(when: str, pointer: str, text: str) -> str:
     return f"Remembered {when} from `{pointer}`:\n\n{inert(text)}"
 
 
+def remember_command(root: str | Path, tree: str, branch: str, leaf: str, title: str,
+                     content: str | None = None, file: str | None = None,
+                     **options: Any) -> dict[str, Any]:
+    """``remember`` as the command line has it: the content inline or from a file (``-``
+    for stdin), exactly one of the two."""
+    from ..errors import usage_error
+    from ..safety import read_caller_file
+
+    if (content is None) == (file is None):
+        raise usage_error("content_required", "give exactly one of --content or --file")
+    if file is not None:
+        raw = read_caller_file(file, MAX_CONTENT_BYTES, "content")
+        try:
+            content = raw.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError:
+            raise usage_error("content_not_utf8", "the input is not UTF-8") from None
+    return remember(root, tree, branch, leaf, title, content, **options)
+
+
 def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str, content: str,
              source: str = "memory-forest", tree_title: str | None = None,
              branch_title: str | None = None, tags: list[str] | None = None,
