@@ -23,6 +23,7 @@ from .text import TOKENIZER
 
 if TYPE_CHECKING:
     from .documents import Facts
+    from .routes import Route
 
 INDEX_NAME = "index.sqlite3"
 INDEX_SCHEMA_VERSION = 4
@@ -99,11 +100,24 @@ def _refuse_symlinks(root: Path, path: Path) -> None:
                               {"path": os.path.relpath(candidate, root)})
 
 
-def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int]]:
-    from .documents import Facts
+def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]:
+    """Parse results, rowids and routes of every indexed file.
 
-    rows = con.execute("SELECT path, facts, rowid FROM docs")
-    return {path: (Facts.loads(facts), rowid) for path, facts, rowid in rows}
+    Routes are rebuilt from the stored columns: the paths were validated when
+    they were indexed, and re-parsing 100,000 of them would cost seconds.
+    """
+    from .documents import Facts
+    from .layers import BY_DIR
+    from .routes import Route
+
+    rows = con.execute("SELECT path, facts, rowid, layer, tree, branch, leaf FROM docs")
+    stored = {}
+    for path, facts, rowid, layer, tree, branch, leaf in rows:
+        named = tree is None and layer != "01 xltm"  # life archive, daily, istm: a file name
+        name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if named else None
+        stored[path] = (Facts.loads(facts), rowid,
+                        Route(path, BY_DIR[layer], tree, branch, leaf, name))
+    return stored
 
 
 def built_at_ns(con: sqlite3.Connection) -> int:
@@ -148,22 +162,22 @@ class Previous:
     importing ``dataclasses`` costs more than the lookup itself.
     """
 
-    def __init__(self, facts: dict[str, tuple[Facts, int]] | None = None,
+    def __init__(self, facts: dict[str, tuple[Facts, int, Route]] | None = None,
                  built_at_ns: int = 0) -> None:
-        self.facts = facts or {}  # path -> (facts, rowid)
+        self.facts = facts or {}  # path -> (facts, rowid, route)
         self.built_at_ns = built_at_ns
 
-    def reuse(self, entry: Entry) -> Facts | None:
-        """Cached facts for a file whose size and mtime are unchanged and trustworthy."""
+    def reuse(self, entry: Entry) -> tuple[Facts, Route] | None:
+        """Cached facts and route of a file whose size and mtime are unchanged and trustworthy."""
         known = self.facts.get(entry.path)
         if known is None:
             return None
-        facts = known[0]
+        facts, _, route = known
         if facts.size != entry.size or facts.mtime_ns != entry.mtime_ns:
             return None
         if entry.mtime_ns >= self.built_at_ns - RACY_WINDOW_NS:
             return None  # too close to the last build to trust the mtime: re-read and hash
-        return facts
+        return facts, route
 
 
 def load_previous(root: Path, full: bool = False) -> Previous:

@@ -19,7 +19,7 @@ from .layers import BY_DIR, LAYERS, STATE_DIR
 from .routes import Route, parse_route
 from .safety import Entry, open_root, read_regular, walk
 
-Reuse = Callable[[Entry], Facts | None]
+Reuse = Callable[[Entry], tuple[Facts, Route] | None]  # cached facts and route, or None
 
 
 @dataclass
@@ -52,12 +52,15 @@ def scan(root_arg: str | Path, reuse: Reuse | None = None, keep_text: bool = Fal
     for directory in listing.dirs:
         _check_directory(directory, snap.issues)
     for entry in listing.files:
-        route = _route_or_issue(entry.path, snap.issues)
-        if route is None:
-            continue
-        snap.routes[entry.path] = route
-        facts = reuse(entry) if reuse else None
-        if facts is None:
+        known = reuse(entry) if reuse else None
+        if known is not None:
+            facts, route = known
+            snap.routes[entry.path] = route
+        else:
+            route = _route_or_issue(entry.path, snap.issues)
+            if route is None:
+                continue
+            snap.routes[entry.path] = route
             facts = _read(root, route, entry, config, snap)
             if facts is None:
                 continue
