@@ -37,7 +37,8 @@ def test_scores_equal_plain_bm25_for_every_candidate(forest):
     terms = ["garden", "trellis", "compost"]
     rare, common = retrieve._split_common(con, terms, min_docs=10)
     assert common == {"garden"} and rare == ["trellis", "compost"]
-    split = retrieve._base_scores(con, terms, 50, min_docs=10)
+    split, common_found = retrieve._base_scores(con, terms, 50, min_docs=10)
+    assert common_found == {"garden"}
     exact = {row[1]: score for row, score in
              retrieve._hits(con, retrieve._any_of(terms), retrieve.STRUCTURED, 100)}
     assert split, "the rare terms found candidates"
@@ -50,6 +51,6 @@ def test_scores_equal_plain_bm25_for_every_candidate(forest):
 
 def test_only_common_words_look_at_documents_holding_all_of_them(forest):
     con = index.connect(forest)
-    found = retrieve._base_scores(con, ["garden", "soil"], 5, min_docs=10)
+    found, _common = retrieve._base_scores(con, ["garden", "soil"], 5, min_docs=10)
     assert len(found) == 5
     assert all("/leaf-" in path for path in found)

@@ -58,12 +58,17 @@ def _any_of(terms: list[str]) -> str:
     return " OR ".join(f'"{term}"' for term in terms)
 
 
-def _phrases(terms: list[str]) -> str:
-    return " OR ".join(f'"{a} {b}"' for a, b in zip(terms, terms[1:], strict=False))
+def _phrases(terms: list[str], common: frozenset[str] = frozenset()) -> str:
+    pairs = [(a, b) for a, b in zip(terms, terms[1:], strict=False)
+             if a not in common or b not in common]
+    return " OR ".join(f'"{a} {b}"' for a, b in pairs)
 
 
-def _near_pairs(terms: list[str]) -> str:
-    pairs = [(a, b) for i, a in enumerate(terms) for b in terms[i + 1:]][:MAX_PAIRS]
+def _near_pairs(terms: list[str], common: frozenset[str] = frozenset()) -> str:
+    """Pairs of query words for proximity evidence; a pair of two common words (see
+    ``_split_common``) would cost most of a lookup in a large forest and is left out."""
+    pairs = [(a, b) for i, a in enumerate(terms) for b in terms[i + 1:]
+             if a not in common or b not in common][:MAX_PAIRS]
     return " OR ".join(f'NEAR("{a}" "{b}", {NEAR_WINDOW})' for a, b in pairs)
 
 
@@ -309,7 +314,7 @@ def _split_common(con: sqlite3.Connection, terms: list[str],
 
 
 def _base_scores(con: sqlite3.Connection, terms: list[str], depth: int,
-                 min_docs: int = COMMON_MIN_DOCS) -> dict[str, list]:
+                 min_docs: int = COMMON_MIN_DOCS) -> tuple[dict[str, list], frozenset[str]]:
     """BM25 over all terms, computed so that common terms never drive the cost.
 
     Candidates come from the rare terms alone; each candidate that also holds
@@ -318,6 +323,11 @@ def _base_scores(con: sqlite3.Connection, terms: list[str], depth: int,
     those documents.
     """
     rare, common = _split_common(con, terms, min_docs)
+    return _scored(con, terms, rare, common, depth), frozenset(common)
+
+
+def _scored(con: sqlite3.Connection, terms: list[str], rare: list[str], common: set[str],
+            depth: int) -> dict[str, list]:
     if common and not rare:
         # Only common words: documents holding all of them come first, and only
         # if there are too few of those is every document with any of them scored.
@@ -367,11 +377,13 @@ def lean_args(args: list[str]) -> dict[str, Any] | None:
 
 def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:
     """Candidates for one query: BM25 over any term, plus phrase and proximity bonuses."""
-    found = _base_scores(con, terms, depth)
+    found, common = _base_scores(con, terms, depth)
     if len(terms) > 1:
         by_rowid = {entry[0][0]: entry for entry in found.values()}
-        for expression, weight in ((_phrases(terms), PHRASE_WEIGHT),
-                                   (_near_pairs(terms), NEAR_WEIGHT)):
+        for expression, weight in ((_phrases(terms, common), PHRASE_WEIGHT),
+                                   (_near_pairs(terms, common), NEAR_WEIGHT)):
+            if not expression:
+                continue
             for rowid, score in _scores(con, expression):
                 if rowid in by_rowid:
                     by_rowid[rowid][1] += weight * score
