@@ -73,9 +73,8 @@ def dead_pid() -> int:
 
 
 @pytest.fixture
-def forest(tmp_path: Path) -> Path:
-    operations.init(tmp_path / "memory", example=True)
-    return tmp_path / "memory"
+def forest(example_forest: Path) -> Path:
+    return example_forest  # conftest's copy of the packaged example
 
 
 @pytest.fixture

@@ -24,9 +24,8 @@ AWKWARD_NAME = "my forest & <notes> 100% $HOME 'q' \"d\" back\\slash"
 
 
 @pytest.fixture
-def forest(tmp_path: Path) -> Path:
-    operations.init(tmp_path / "memory", example=True)
-    return tmp_path / "memory"
+def forest(example_forest: Path) -> Path:
+    return example_forest  # conftest's copy of the packaged example
 
 
 @pytest.fixture
@@ -154,7 +153,7 @@ def test_systemd_escapes_an_awkward_root(awkward_forest: Path) -> None:
 
 def test_relative_root_is_made_absolute(forest: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(forest.parent)
-    outcome = schedule.print_entry("cron", "memory", console_script())
+    outcome = schedule.print_entry("cron", forest.name, console_script())
     assert outcome["root"] == str(forest)
 
 

@@ -15,12 +15,7 @@ class Issue(NamedTuple):  # ordered and hashable as a tuple: (path, code, messag
     level: str = ERROR
 
     def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "code": self.code, "message": self.message,
-                "level": self.level}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, str]) -> Issue:
-        return cls(**data)
+        return self._asdict()
 
 
 def has_errors(issues: list[Issue]) -> bool:

@@ -88,10 +88,6 @@ def query_terms(query: str) -> list[str]:
     return list(terms.values())
 
 
-def has_unspaced_script(text: str) -> bool:
-    return any(_kind(ch) == "unspaced" for ch in text)
-
-
 def _kind(ch: str) -> str | None:
     code = ord(ch)
     if code < 0x0600:
