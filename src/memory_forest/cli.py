@@ -16,6 +16,7 @@ import typer
 
 from . import __version__
 
+
 class _ForestGroup(typer.core.TyperGroup):
     """The top-level command group; it fills in the default root when ROOT is left out.
 
