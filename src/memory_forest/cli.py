@@ -148,7 +148,7 @@ def _print(outcome: dict[str, Any]) -> None:
 
 @app.command()
 def init(
-    root: Annotated[
+    target: Annotated[  # not "root": a new forest is always named, never the default root
         Path, typer.Argument(help="Path of the new forest (must not exist).", metavar="ROOT")
     ],
     example: Annotated[bool, typer.Option(help="Fill it with the synthetic example.")] = False,
@@ -159,7 +159,7 @@ def init(
     """
     from . import operations
 
-    _emit("init", lambda: operations.init(root, example=example))
+    _emit("init", lambda: operations.init(target, example=example))
 
 
 @app.command()
