@@ -152,6 +152,17 @@ def run_cli(*args: str | os.PathLike[str], cwd: Path | None = None) -> CliResult
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+@pytest.fixture(autouse=True)
+def _no_default_root(monkeypatch: pytest.MonkeyPatch,
+                     tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test sees the developer's default root: no MEMORY_FOREST_ROOT, no user config file.
+
+    Set in ``os.environ``, so the CLI subprocesses of ``run_cli`` inherit it too.
+    """
+    monkeypatch.delenv("MEMORY_FOREST_ROOT", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "no-user-config"))
+
+
 @pytest.fixture(scope="session")
 def _forest_templates(tmp_path_factory) -> dict[str, Path]:
     """One forest per kind, made by the real ``init`` once per test session."""

@@ -414,6 +414,82 @@ def test_failed_generation_leaves_no_partial_site(forest: Path, tmp_path: Path,
     assert empty.is_dir() and list(empty.iterdir()) == []
 
 
+def test_failed_regeneration_leaves_the_old_site(forest: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_forest.browse import pages
+
+    out = tmp_path / "site"
+    browse(forest, out)
+    before = snapshot(out)
+
+    def boom(*args: object) -> str:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(pages, "graph_page", boom)
+    with pytest.raises(RuntimeError):
+        browse(forest, out)
+    assert snapshot(out) == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["forest", "site"]
+
+
+# --- regenerating into the same folder -------------------------------------------------------
+
+
+def test_browse_twice_into_the_same_folder_regenerates_the_site(forest: Path,
+                                                                tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    plant(forest, "04 stm/kitchen/fermentation/gone-soon.md",
+          '---\nid: "stm-gone"\ntitle: "Gone soon"\nstatus: "active"\n---\n# Gone soon\n\n'
+          "Up: [[03 mtm/kitchen/fermentation]]\n")
+    out = tmp_path / "site"
+    first = browse(forest, out)
+    assert first["regenerated"] is False
+    gone = out / "doc/04 stm/kitchen/fermentation/gone-soon.html"
+    assert gone.is_file()
+    marker = out / ".memory-forest-site"
+    assert stat.S_IMODE(os.lstat(marker).st_mode) == 0o600
+    config = json.loads((forest / ".memory-forest/forest.json").read_text())
+    assert json.loads(marker.read_text()) | {"version": None} == {
+        "tool": "memory-forest", "forest_id": config["forest_id"], "version": None}
+    (forest / "04 stm/kitchen/fermentation/gone-soon.md").unlink()
+
+    second = run_cli("browse", forest, "--out", out)
+    assert second.code == 0, second.stderr
+    assert "(replacing the site browse wrote there before)" in second.stdout
+    assert not gone.exists()  # the new site replaced the old one; nothing stale is left
+    assert (out / "index.html").is_file() and marker.is_file()
+    assert stat.S_IMODE(os.lstat(out).st_mode) == 0o700
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["forest", "site"]
+    again = run_cli("--json", "browse", forest, "--out", out).json()
+    assert again["regenerated"] is True and again["files"] == first["files"] - 1
+
+
+def test_a_folder_without_a_valid_marker_is_never_replaced(forest: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    browse(forest, site)
+    fakes = {"garbage": b"not json\n", "other-tool": b'{"tool":"other"}\n',
+             "huge": b'{"tool":"memory-forest","pad":"' + b"x" * 5000 + b'"}'}
+    for name, content in fakes.items():
+        folder = tmp_path / name
+        write_private_file(folder / "notes.txt", b"mine")
+        write_private_file(folder / ".memory-forest-site", content)
+    linked = tmp_path / "linked"
+    write_private_file(linked / "notes.txt", b"mine")
+    (linked / ".memory-forest-site").symlink_to(site / ".memory-forest-site")
+    folder_marker = tmp_path / "folder-marker"
+    (folder_marker / ".memory-forest-site").mkdir(parents=True)
+    for folder in [*(tmp_path / name for name in fakes), linked, folder_marker]:
+        before = snapshot(folder)
+        assert refused(forest, folder) == "browse_out_not_empty", folder.name
+        assert snapshot(folder) == before
+
+
+def write_private_file(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
 # --- CLI -------------------------------------------------------------------------------------
 
 

@@ -16,7 +16,35 @@ import typer
 
 from . import __version__
 
+
+class _ForestGroup(typer.core.TyperGroup):
+    """The top-level command group; it fills in the default root when ROOT is left out.
+
+    The rule, the same for every command whose first positional is ROOT: a
+    command line with one positional fewer than the command needs has left
+    ROOT out (so ``retrieve QUERY`` means ``retrieve DEFAULT_ROOT QUERY``), and
+    so has a lone ``-`` for an optional stdin mark (``capture -``). The default
+    is looked up only then, and is inserted as the first argument, where typer
+    parses it like a typed ROOT. ROOT is therefore optional on the command line
+    (and shown as such in help) while every command function still receives one.
+    """
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        command = super().get_command(ctx, name)
+        for param in getattr(command, "params", ()):
+            if isinstance(param, typer.core.TyperArgument) and param.name == "root":
+                param.required = False
+        return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[Any, Any, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and _root_left_out(ctx, command, name, rest):
+            rest = [_default_root(name), *rest]
+        return name, command, rest
+
+
 app = typer.Typer(
+    cls=_ForestGroup,
     name="memory-forest",
     help="A verifiable local memory for AI agents: canonical files, a derived index, "
     "route-first retrieval.",
@@ -29,8 +57,53 @@ app = typer.Typer(
 _state = {"json": False}
 
 Root = Annotated[
-    Path, typer.Argument(help="Forest root directory.", show_default=False, metavar="ROOT")
+    Path, typer.Argument(help="Forest root directory. Leave it out to use the default root "
+                         "(MEMORY_FOREST_ROOT, else root in ~/.config/memory-forest/config.toml): "
+                         "a command line one positional short has left ROOT out.",
+                         show_default=False, metavar="ROOT")
 ]
+
+
+def _root_left_out(ctx: Any, command: Any, name: str, args: list[str]) -> bool:
+    """Whether ``args`` leave out the command's leading ROOT positional (see ``_ForestGroup``)."""
+    arguments = [param for param in command.params
+                 if isinstance(param, typer.core.TyperArgument)]
+    if not arguments or arguments[0].name != "root":
+        return False
+    if any(arg in ctx.help_option_names for arg in args):
+        return False  # help needs no forest, and must work with a broken config file
+    try:  # the parser only sorts the words into options and arguments; it converts nothing
+        values, extra, _ = command.make_parser(
+            typer.Context(command, info_name=name, parent=ctx)).parse_args(args=list(args))
+    except typer.TyperException:
+        return False  # the real parse reports it
+    given = [values[argument.name] for argument in arguments
+             if values.get(argument.name) is not None] + extra
+    needed = sum(1 for argument in arguments if argument.required or argument.name == "root")
+    if len(given) < needed:
+        return True
+    return given == ["-"] and len(arguments) > needed
+
+
+def _default_root(name: str) -> str:
+    """The default root for a command line that left ROOT out, or a clean failure and exit."""
+    from .errors import ForestError
+    from .userconfig import resolve_root
+
+    try:
+        root = resolve_root(None)
+    except ForestError as exc:
+        _print(_failure(name.replace("-", "_"), exc.to_dict()))
+        raise typer.Exit(exc.exit_code) from None
+    # A root that looks like an option would be parsed as one.
+    return f"./{root}" if root.startswith("-") else root
+
+
+def _given_or_default_root(root: Path | None) -> Path:
+    """An explicit --root, else the default root (``hooks install``, ``schedule print``)."""
+    from .userconfig import resolve_root
+
+    return Path(resolve_root(root))
 
 
 def _version(value: bool) -> None:
@@ -75,7 +148,7 @@ def _print(outcome: dict[str, Any]) -> None:
 
 @app.command()
 def init(
-    root: Annotated[
+    target: Annotated[  # not "root": a new forest is always named, never the default root
         Path, typer.Argument(help="Path of the new forest (must not exist).", metavar="ROOT")
     ],
     example: Annotated[bool, typer.Option(help="Fill it with the synthetic example.")] = False,
@@ -86,7 +159,7 @@ def init(
     """
     from . import operations
 
-    _emit("init", lambda: operations.init(root, example=example))
+    _emit("init", lambda: operations.init(target, example=example))
 
 
 @app.command()
@@ -130,7 +203,8 @@ def doctor(
 
 # --- index and retrieval (issue 3) ---------------------------------------------------------
 
-Query = Annotated[str, typer.Argument(help="Literal text; punctuation and operators are data.")]
+Query = Annotated[str, typer.Argument(help="Literal text; punctuation and operators are data.",
+                                      metavar="QUERY")]
 Limit = Annotated[int, typer.Option("--limit", "-n", help="At most this many results (1-100).")]
 Layers = Annotated[
     list[str] | None,
@@ -502,8 +576,9 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Report the change; writ
 @hooks_app.command("install")
 def hooks_install(
     client: HookClient,
-    root: Annotated[Path, typer.Option("--root", help="Forest root directory.",
-                                       show_default=False)],
+    root: Annotated[Path | None, typer.Option(
+        "--root", help="Forest root directory (default: the default root); the hook always "
+        "names it by its absolute path.", show_default=False)] = None,
     settings: HookSettings = None,
     dry_run: DryRun = False,
 ) -> None:
@@ -513,7 +588,8 @@ def hooks_install(
     """
     from . import hooks
 
-    _emit("hooks_install", lambda: hooks.install(client, root, settings, dry_run=dry_run))
+    _emit("hooks_install", lambda: hooks.install(client, _given_or_default_root(root), settings,
+                                                 dry_run=dry_run))
 
 
 @hooks_app.command("uninstall")
@@ -571,7 +647,9 @@ app.add_typer(schedule_app, name="schedule")
 @schedule_app.command("print")
 def schedule_print(
     scheduler: Annotated[str, typer.Option(help="cron, launchd or systemd.", show_default=False)],
-    root: Annotated[Path, typer.Option(help="Forest root directory.", show_default=False)],
+    root: Annotated[Path | None, typer.Option(
+        help="Forest root directory (default: the default root); the entry always names it "
+        "by its absolute path.", show_default=False)] = None,
     bin_path: Annotated[
         Path | None,
         typer.Option("--bin", help="memory-forest executable (default: this one).",
@@ -589,7 +667,8 @@ def schedule_print(
     """
     from . import schedule
 
-    _emit("schedule_print", lambda: schedule.print_entry(scheduler, root, bin_path, log))
+    _emit("schedule_print", lambda: schedule.print_entry(scheduler, _given_or_default_root(root),
+                                                         bin_path, log))
 
 
 @app.command()
@@ -657,11 +736,18 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _usage_failure(exc: Any) -> None:
-    message = exc.format_message()
-    if _state["json"]:
-        operation = getattr(getattr(exc, "ctx", None), "info_name", None) or "memory-forest"
-        _print(_failure(operation, {"code": "usage_error", "message": message, "details": {}}))
-    else:
-        # The parser's own rendering: usage line, hint and message on stderr (or,
-        # for a bare ``memory-forest``, just the help text).
+    """A parse error as every other failure: one JSON object, or ``error [usage_error] ...``.
+
+    In human mode the failure line is followed by the parser's hint (``Try
+    'memory-forest retrieve --help' for help.``). A bare ``memory-forest`` (or a
+    bare command group) is not a mistake worth a code: it shows its help.
+    """
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and not _state["json"]:
         exc.show()
+        return
+    operation = getattr(ctx, "info_name", None) or "memory-forest"
+    _print(_failure(operation, {"code": "usage_error", "message": exc.format_message(),
+                                "details": {}}))
+    if not _state["json"] and ctx is not None:
+        sys.stderr.write(f"Try '{ctx.command_path} --help' for help.\n")

@@ -22,6 +22,7 @@ from .routes import Route
 
 STATUSES = ("active", "superseded", "archived")
 ISTM_REQUIRED = ("event_id", "observed_at", "captured_at", "source", "kind", "payload")
+MAX_REASON_CHARS = 80  # a YAML problem phrase is short; a longer one quotes the document
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 
 
@@ -118,13 +119,31 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     try:
         metadata = handler.load(fm)
     except Exception as exc:  # PyYAML raises many classes; all mean "malformed"
-        raise ValueError(type(exc).__name__) from None
+        raise ValueError(_yaml_reason(exc, text.count("\n", 0, text.find(fm)))) from None
     if metadata is None:  # empty frontmatter (or only comments)
         metadata = {}
     if not isinstance(metadata, dict):
         raise ValueError("frontmatter is not a mapping")
     body = rest.removeprefix("\n")  # the line end of the closing fence
     return metadata, body, text.count("\n", 0, len(text) - len(body))
+
+
+def _yaml_reason(exc: Exception, lines_before: int) -> str:
+    """``line N: problem`` for a YAML error, N counted in the whole file (1-based).
+
+    YAML's problem mark counts lines from the start of the frontmatter text,
+    which begins on the opening fence's line. The problem is YAML's own short
+    phrase (what it expected or found), cut short; the YAML's context snippet
+    is left out, because it quotes memory text.
+    """
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    problem = " ".join(str(problem).split())
+    if len(problem) > MAX_REASON_CHARS:
+        problem = problem[: MAX_REASON_CHARS - 1] + "…"
+    if mark is None:
+        return problem
+    return f"line {lines_before + mark.line + 1}: {problem}"
 
 
 def _read_markdown(facts: Facts, text: str, max_links: int) -> str:

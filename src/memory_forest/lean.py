@@ -20,7 +20,8 @@ def parse(args: list[str], command: str, positionals: tuple[str, ...],
           options: Options) -> dict[str, Any] | None:
     """Arguments for ``command`` when ``args`` is a plain, complete command line.
 
-    Accepts the positionals in order, each option of ``options`` as
+    Accepts the positionals in order (a leading ``root`` may be left out
+    when a default root is set: see ``userconfig``), each option of ``options`` as
     ``--name value`` or ``--name=value`` (at most once) and ``--json``
     anywhere. ``--help``, an unknown or repeated option, a short option, a
     missing or ill-typed value, ``--`` or an empty positional return None.
@@ -49,9 +50,25 @@ def parse(args: list[str], command: str, positionals: tuple[str, ...],
             return None
         else:
             given.append(arg)
+    if len(given) == len(positionals) - 1 and positionals[0] == "root":
+        root = _default_root()
+        if root is None:
+            return None
+        given.insert(0, root)
     if len(given) != len(positionals):
         return None
     parsed = dict(zip(positionals, given, strict=True))
     for name, (_, default) in options.items():
         parsed[name.replace("-", "_")] = values.get(name, default)
     return parsed
+
+
+def _default_root() -> str | None:
+    """The default root, or None (typer then reports ``root_required`` or the bad config)."""
+    from .errors import ForestError
+    from .userconfig import default_root
+
+    try:
+        return default_root()
+    except ForestError:
+        return None

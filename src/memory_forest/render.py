@@ -139,9 +139,11 @@ def _unlock(outcome: dict[str, Any]) -> None:
     _out.print(f"[green]removed[/] stale lock ({_escape(details) or 'owner unknown'})")
 def _browse(outcome: dict[str, Any]) -> None:
     issues = outcome["issues"]
+    replaced = " (replacing the site browse wrote there before)" if outcome.get("regenerated") \
+        else ""
     _out.print(f"[green]wrote[/] {outcome['files']} files ({outcome['documents']} documents) "
-               f"to '{_escape(outcome['out'])}'; open its {_escape(outcome['entry'])} "
-               "in a browser")
+               f"to '{_escape(outcome['out'])}'{replaced}; open its "
+               f"{_escape(outcome['entry'])} in a browser")
     if issues["errors"] or issues["warnings"]:
         _out.print(f"[yellow]note[/] the forest has {issues['errors']} error(s) and "
                    f"{issues['warnings']} warning(s); see issues.html")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, tree_state, write
+from conftest import console_script, run_cli, tree_state, write
 
 from memory_forest import __version__
 
@@ -158,7 +158,7 @@ def test_limit_and_config_failures_carry_their_codes(example_forest: Path) -> No
 @pytest.mark.parametrize(
     ("args", "operation"),
     [
-        (("validate",), "validate"),
+        (("init",), "init"),
         (("audit", "a", "b"), "audit"),
         (("doctor", "--bogus", "x"), "doctor"),
         (("frobnicate",), "memory-forest"),
@@ -172,16 +172,30 @@ def test_usage_errors_exit_2_and_are_json_under_json(args, operation: str) -> No
     assert data["error"]["code"] == "usage_error"
 
 
-@pytest.mark.parametrize("args", [("validate",), ("frobnicate",), ()])
-def test_human_usage_errors_exit_2_with_usage_on_stderr(args) -> None:
+@pytest.mark.parametrize(("args", "message", "hint"), [
+    (("init",), "Missing argument 'ROOT'.", "memory-forest init"),
+    (("validate", "x", "--bogus"), "No such option: --bogus", "memory-forest validate"),
+    (("frobnicate",), "No such command 'frobnicate'.", "memory-forest"),
+    (("retrieve", "x", "q", "--limit", "many"), "Invalid value for '--limit'",
+     "memory-forest retrieve"),
+])
+def test_human_usage_errors_are_one_error_line_and_a_hint(args, message: str, hint: str) -> None:
     human = run_cli(*args)
     assert human.code == 2
     assert human.stdout == ""
-    assert "Usage" in human.stderr and "Traceback" not in human.stderr
+    first, second = human.stderr.splitlines()
+    assert first.startswith(f"error [usage_error] {message}")
+    assert second == f"Try '{hint} --help' for help."
+
+
+def test_bare_command_shows_the_help_on_stderr() -> None:
+    human = run_cli()
+    assert human.code == 2 and human.stdout == ""
+    assert human.stderr.startswith("Usage: memory-forest") and "Commands" in human.stderr
 
 
 def test_json_after_the_command_also_covers_usage_errors() -> None:
-    result = run_cli("validate", "--json")
+    result = run_cli("validate", "x", "--bogus", "--json")
     assert result.code == 2
     assert assert_one_json_object(result, "validate", False)["error"]["code"] == "usage_error"
 
@@ -299,3 +313,184 @@ def test_no_traceback_for_bad_init_targets(tmp_path: Path) -> None:
         assert "Traceback" not in result.stderr, (name, result.stderr)
         assert result.code == 1, name
         assert "error" in result.stderr
+
+
+# --- the default root -----------------------------------------------------------------------
+
+KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+ROOT_COMMANDS = ("validate", "audit", "doctor", "index", "route", "search", "retrieve", "open",
+                 "status", "capture", "remember", "apply-daily", "structured-context",
+                 "apply-structured", "promote", "supersede", "gate", "serve", "maintain",
+                 "unlock", "browse")
+
+
+@pytest.fixture
+def indexed(example_forest: Path) -> Path:
+    assert run_cli("index", example_forest).code == 0
+    return example_forest
+
+
+def user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str | bytes) -> Path:
+    """Write ``$XDG_CONFIG_HOME/memory-forest/config.toml`` under ``tmp_path``."""
+    home = tmp_path / "xdg"
+    write(home, "memory-forest/config.toml", text)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    return home / "memory-forest" / "config.toml"
+
+
+def test_memory_forest_root_makes_root_optional(indexed: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_FOREST_ROOT", str(indexed))
+    assert run_cli("validate").stdout.startswith("validate ok: 12 canonical files")
+    routed = assert_one_json_object(run_cli("--json", "route", "kimchi"), "route", True)
+    assert KIMCHI in [hit["path"] for hit in routed["results"]]
+    # retrieve QUERY on the lean path and through typer (an option only typer knows: -n)
+    lean = assert_one_json_object(run_cli("retrieve", "kimchi", "--json"), "retrieve", True)
+    full = assert_one_json_object(run_cli("retrieve", "kimchi", "-n", "10", "--json"),
+                                  "retrieve", True)
+    assert lean["count"] == full["count"] >= 1
+    opened = assert_one_json_object(run_cli("--json", "open", KIMCHI), "open", True)
+    assert opened["path"] == KIMCHI
+    event = json.dumps({"observed_at": "2026-11-29T08:00:00Z", "source": "test",
+                        "kind": "note", "payload": {"text": "via the default root"}})
+    captured = subprocess.run([sys.executable, "-m", "memory_forest", "--json", "capture", "-"],
+                              input=event, capture_output=True, text=True, timeout=60)
+    assert captured.returncode == 0 and json.loads(captured.stdout)["ok"], captured.stdout
+
+
+def test_root_in_the_user_config_file(indexed: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    user_config(tmp_path, monkeypatch, f'# my forest\nroot = "{indexed}"\n')
+    assert_one_json_object(run_cli("--json", "audit"), "audit", True)
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "gate"],
+                          input=b"how cold should the kimchi fridge be?", capture_output=True,
+                          timeout=60)
+    receipt = json.loads(done.stdout)
+    assert done.returncode == 0 and receipt["status"] == "evidence_found"
+
+
+def test_the_environment_wins_over_the_config_file(indexed: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    user_config(tmp_path, monkeypatch, f'root = "{tmp_path / "elsewhere"}"\n')
+    monkeypatch.setenv("MEMORY_FOREST_ROOT", str(indexed))
+    assert_one_json_object(run_cli("--json", "validate"), "validate", True)
+
+
+def test_an_explicit_root_always_wins(indexed: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_FOREST_ROOT", str(tmp_path / "missing"))
+    user_config(tmp_path, monkeypatch, "root = [broken\n")  # never read when ROOT is given
+    assert_one_json_object(run_cli("--json", "validate", indexed), "validate", True)
+    assert_one_json_object(run_cli("--json", "retrieve", indexed, "kimchi"), "retrieve", True)
+    routed = run_cli("--json", "route", indexed, "kimchi", "--limit", "3")
+    assert KIMCHI in [hit["path"] for hit in assert_one_json_object(routed, "route", True)[
+        "results"]]
+    assert run_cli("--json", "validate").json()["error"]["code"] == "root_missing"
+
+
+@pytest.mark.parametrize("args", [("validate",), ("retrieve", "kimchi"), ("gate",),
+                                  ("browse", "--out", "site")])
+def test_no_default_root_is_root_required(args) -> None:
+    operation = args[0]
+    data = assert_one_json_object(run_cli("--json", *args), operation, False)
+    assert data["error"]["code"] == "root_required"
+    human = run_cli(*args)
+    assert human.code == 2 and human.stdout == ""
+    assert human.stderr.startswith("error [root_required] no forest given: pass ROOT, set "
+                                   "MEMORY_FOREST_ROOT")
+
+
+def test_a_config_file_without_root_is_no_default(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    user_config(tmp_path, monkeypatch, "[other]\nkey = 1\n")
+    result = run_cli("--json", "status")
+    assert result.code == 2 and result.json()["error"]["code"] == "root_required"
+
+
+@pytest.mark.parametrize("text", [b"root = 3\n", b'root = ""\n', b'root = "relative/forest"\n',
+                                  b"root = [\n", b'root = "\xff"\n'])
+def test_a_bad_user_config_is_user_config_invalid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  text: bytes) -> None:
+    path = user_config(tmp_path, monkeypatch, text)
+    result = run_cli("--json", "validate")
+    assert result.code == 1
+    error = assert_one_json_object(result, "validate", False)["error"]
+    assert error["code"] == "user_config_invalid"
+    assert error["details"] == {"path": str(path)} and error["message"].startswith(f"{path}: ")
+    human = run_cli("retrieve", "kimchi")
+    assert human.stderr.startswith(f"error [user_config_invalid] {path}: ")
+
+
+def test_hooks_and_schedule_write_the_absolute_default_root(indexed: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.setenv("MEMORY_FOREST_ROOT", indexed.name)  # relative to the working directory
+    settings = tmp_path / "settings.json"
+    done = run_cli("--json", "hooks", "install", "--client", "claude-code", "--settings",
+                   settings, cwd=indexed.parent)
+    command = assert_one_json_object(done, "hooks_install", True)["command"]
+    assert f"gate {indexed}" in command or f"gate '{indexed}'" in command, command
+    entry = run_cli("--json", "schedule", "print", "--scheduler", "cron", "--bin",
+                    console_script(), cwd=indexed.parent)
+    text = assert_one_json_object(entry, "schedule_print", True)["entries"][0]["text"]
+    assert str(indexed) in text
+
+
+def test_the_lean_gate_without_root_imports_no_cli_library(indexed: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    monkeypatch.setenv("MEMORY_FOREST_ROOT", str(indexed))
+    probe = ("import sys\nfrom memory_forest.entry import main\n"
+             "try:\n    main(['gate'])\nexcept SystemExit:\n    pass\n"
+             "heavy = [m for m in ('typer', 'click', 'rich', 'pydantic', 'tomllib') "
+             "if m in sys.modules]\nsys.stderr.write(repr(heavy))\n")
+    done = subprocess.run([sys.executable, "-c", probe], input=b"kimchi", capture_output=True,
+                          timeout=60)
+    assert json.loads(done.stdout)["status"] == "evidence_found"
+    assert done.stderr.decode() == "[]"
+
+
+def test_every_root_command_documents_the_default_root() -> None:
+    from typer.testing import CliRunner
+
+    from memory_forest import cli
+
+    runner = CliRunner()
+    for command in ROOT_COMMANDS:
+        done = runner.invoke(cli.app, [command, "--help"], terminal_width=200)
+        assert done.exit_code == 0, (command, done.output)
+        usage = done.output.splitlines()[0]
+        assert f"memory-forest {command} [OPTIONS] [ROOT]" in usage, usage
+        assert "MEMORY_FOREST_ROOT" in done.output and "one positional short" in done.output
+        assert "Example:" in done.output, command
+
+
+# --- broken YAML frontmatter ----------------------------------------------------------------
+
+
+def test_broken_yaml_names_its_line_and_not_the_memory_text(example_forest: Path) -> None:
+    secret = "the whole long private recipe " * 10
+    write(example_forest, "04 stm/kitchen/fermentation/broken.md",
+          f'---\nid: "stm-broken"\ntitle: "Broken"\nnote: {secret}: and more\n---\n'
+          "Up: [[03 mtm/kitchen/fermentation]]\n")
+    issues = run_cli("--json", "validate", example_forest).json()["issues"]
+    [issue] = [i for i in issues if i["code"] == "frontmatter_invalid"]
+    assert issue["path"] == "04 stm/kitchen/fermentation/broken.md"
+    assert "(line 4: mapping values are not allowed" in issue["message"]
+    assert "recipe" not in issue["message"]
+
+
+def test_the_lean_parser_takes_the_default_root_by_the_same_rule(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_forest import gate, retrieve
+
+    assert gate.lean_args(["gate"]) is None  # no default: typer says root_required
+    monkeypatch.setenv("MEMORY_FOREST_ROOT", "/forest")
+    assert gate.lean_args(["gate", "--limit", "3"])["root"] == "/forest"
+    assert retrieve.lean_args(["retrieve", "kimchi"])["query"] == "kimchi"
+    assert retrieve.lean_args(["retrieve", "kimchi"])["root"] == "/forest"
+    assert retrieve.lean_args(["retrieve", "/other", "kimchi"])["root"] == "/other"
+    assert retrieve.lean_args(["retrieve"]) is None
+    monkeypatch.delenv("MEMORY_FOREST_ROOT")
+    user_config(tmp_path, monkeypatch, "root = 3\n")  # typer reports user_config_invalid
+    assert gate.lean_args(["gate"]) is None

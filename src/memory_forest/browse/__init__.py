@@ -5,6 +5,12 @@ time and regenerated, and generating it never changes a canonical byte. Its
 directory and files are private (0700/0600), written with the same helpers
 as the forest itself. Nothing in it loads from the network; it works from
 ``file://``.
+
+The site folder carries a marker file (``MARKER``) that names the tool and the
+forest. A later ``browse`` into a folder with that marker regenerates the
+site: the new site is built beside the old one and swapped in, so a failed
+run leaves the old site as it was. Any other non-empty folder is refused, and
+no folder without the marker is ever deleted.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from ..errors import ForestError
 from ..operations import result
 
 ASSETS = ("browse.css", "browse.js")
+MARKER = ".memory-forest-site"
+MAX_MARKER_BYTES = 4096
 
 
 def browse(root_arg: str | os.PathLike[str], out_arg: str | os.PathLike[str]) -> dict[str, Any]:
@@ -32,19 +40,22 @@ def browse(root_arg: str | os.PathLike[str], out_arg: str | os.PathLike[str]) ->
     from ..safety import open_root
 
     root = open_root(root_arg)
-    out, existed = _check_out(root, out_arg)
+    out, state = _check_out(root, out_arg)
     snap = scan(root)
     issues = sorted(set(validate_rules.validate(snap)) | set(audit_rules.audit(snap)))
-    _claim_out(out, existed)
+    build = _claim_out(out, state)
     try:
-        written, site = _generate(snap, issues, out)
+        written, site = _generate(snap, issues, build)
+        if state == "site":
+            _swap_in(build, out)
     except BaseException:
-        _discard(out, existed)
+        _discard(build, state)
         raise
     errors = sum(1 for issue in issues if issue.level == "error")
     return result(
         "browse",
         out=out.name,
+        regenerated=state == "site",
         entry="index.html",
         documents=sum(1 for doc in site.docs.values() if doc.markdown),
         files=written,
@@ -61,6 +72,7 @@ def _generate(snap: Any, issues: list[Any], out: Path) -> tuple[int, Any]:
     writer = _Writer(out)
     try:
         _write_site(site, writer)
+        writer.write(MARKER, _marker(snap.config.forest_id))
     finally:
         writer.close()
     return writer.count, site
@@ -129,8 +141,12 @@ class _Writer:
 # --- the output directory --------------------------------------------------------------------
 
 
-def _check_out(root: Path, out_arg: str | os.PathLike[str]) -> tuple[Path, bool]:
-    """Refuse an output directory that is a symlink, inside the forest, or not empty."""
+def _check_out(root: Path, out_arg: str | os.PathLike[str]) -> tuple[Path, str]:
+    """Check the output directory; say what it is: ``new``, ``empty`` or an earlier ``site``.
+
+    Refused: a symlink, a path inside the forest, a non-directory, and a
+    non-empty directory without a valid marker.
+    """
     out = Path(os.path.abspath(os.fspath(out_arg)))
     try:
         st: os.stat_result | None = os.lstat(out)
@@ -152,43 +168,93 @@ def _check_out(root: Path, out_arg: str | os.PathLike[str]) -> tuple[Path, bool]
         raise ForestError("browse_out_inside_forest",
                           "the output directory must be outside the forest root")
     if st is None:
-        return out, False
+        return out, "new"
     if not stat.S_ISDIR(st.st_mode):
         raise ForestError("browse_out_not_directory", "the output path is not a directory")
     with os.scandir(out) as entries:
-        if any(True for _ in entries):
-            raise ForestError("browse_out_not_empty",
-                              "the output directory is not empty; browse writes only into a new "
-                              "or empty directory")
-    return out, True
+        if not any(True for _ in entries):
+            return out, "empty"
+    if _is_site(out):
+        return out, "site"
+    raise ForestError("browse_out_not_empty",
+                      f"the output directory is not empty and has no {MARKER} marker; browse "
+                      "writes only into a new or empty directory, or over a site it wrote")
 
 
-def _claim_out(out: Path, existed: bool) -> None:
+def _marker(forest_id: str | None) -> bytes:
+    from .. import __version__
+    from ..jsonio import dumps
+
+    return (dumps({"tool": "memory-forest", "version": __version__,
+                   "forest_id": forest_id}) + "\n").encode("utf-8")
+
+
+def _is_site(folder: Path) -> bool:
+    """Whether ``folder`` holds a marker that browse wrote (a regular file naming the tool)."""
+    import json
+
+    path = folder / MARKER
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MARKER_BYTES:
+            return False
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("tool") == "memory-forest"
+
+
+def _claim_out(out: Path, state: str) -> Path:
+    """The directory to build the site in: ``out`` itself, or a new one beside an old site."""
+    import tempfile
+
     from ..safety import mkdir_private
 
-    if existed:
+    if state == "site":  # mkdtemp makes it 0700, in the same parent so the swap is a rename
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
+    if state == "empty":
         fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
             os.fchmod(fd, 0o700)
         finally:
             os.close(fd)
-        return
+        return out
     try:
         mkdir_private(out)
     except FileExistsError:
         raise ForestError("browse_out_not_empty",
                           "the output directory appeared while browse was starting") from None
+    return out
 
 
-def _discard(out: Path, existed: bool) -> None:
-    """Remove what a failed run wrote; an empty directory the caller gave stays."""
-    if not existed:
-        shutil.rmtree(out, ignore_errors=True)
+def _swap_in(build: Path, out: Path) -> None:
+    """Replace the old site at ``out`` with the one just built, then delete the old one.
+
+    Two renames in one directory: a reader sees the old site or the new one
+    (for an instant, neither), never a mixture. The old folder is deleted only
+    if it still carries the marker, so a folder swapped in meanwhile survives.
+    """
+    old = build.with_name(build.name[: -len(".new")] + ".old")
+    os.rename(out, old)
+    try:
+        os.rename(build, out)
+    except BaseException:
+        os.rename(old, out)
+        raise
+    if _is_site(old):
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _discard(build: Path, state: str) -> None:
+    """Remove what a failed run wrote; an empty directory the caller gave stays, as does an
+    earlier site (the new one was being built beside it)."""
+    if state != "empty":
+        shutil.rmtree(build, ignore_errors=True)
         return
-    with os.scandir(out) as entries:
+    with os.scandir(build) as entries:
         names = [entry.name for entry in entries]
     for name in names:
-        target = out / name
+        target = build / name
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target, ignore_errors=True)
         else:
