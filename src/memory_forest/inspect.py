@@ -31,6 +31,7 @@ class Snapshot:
     texts: dict[str, str] = field(default_factory=dict)  # searchable text of files read now
     issues: list[Issue] = field(default_factory=list)  # walk and route issues
     dirs: list[str] = field(default_factory=list)
+    entries: dict[str, Entry] = field(default_factory=dict)  # every file the walk listed
     total_bytes: int = 0
 
     def layer_counts(self) -> dict[str, int]:
@@ -45,6 +46,7 @@ def scan(root_arg: str | Path, reuse: Reuse | None = None, keep_text: bool = Fal
     config = load_config(root)
     listing = walk(root, config.limits)
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
+                    entries={entry.path: entry for entry in listing.files},
                     total_bytes=listing.total_bytes)
     if not config.present:
         snap.issues.append(Issue(f"{STATE_DIR}/forest.json", "config_missing",
