@@ -84,8 +84,8 @@ def connect(root: Path) -> sqlite3.Connection:
         _check_schema(con)
     except sqlite3.DatabaseError as exc:
         raise ForestError("index_corrupt", "the index cannot be read; run "
-                          "'memory-forest index ROOT --full'", {"error": type(exc).__name__}
-                          ) from None
+                          "'memory-forest index ROOT' to rebuild it",
+                          {"error": type(exc).__name__}) from None
     return con
 
 
@@ -99,7 +99,7 @@ def _check_schema(con: sqlite3.Connection) -> None:
         raise ForestError(
             "index_schema_mismatch",
             f"the index has schema {found!s}, this tool needs {INDEX_SCHEMA_VERSION}; "
-            "rebuild it with 'memory-forest index ROOT --full'",
+            "run 'memory-forest index ROOT' to rebuild it",
             {"found": found, "expected": INDEX_SCHEMA_VERSION},
         )
 
