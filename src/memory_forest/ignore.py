@@ -25,7 +25,7 @@ def is_debris(name: str) -> bool:
     """
     if name.lower() in _DEBRIS_NAMES:
         return True
-    if name.startswith(".") and name.endswith((".swp", ".swo")):
+    if name.startswith(".") and name[1:].endswith((".swp", ".swo")):
         return True
     if name.endswith(("~", ".tmp")) or name.startswith(".#"):
         return True
