@@ -140,7 +140,10 @@ def check_result(operation: str, issues: list, counts: dict[str, int]) -> dict[s
 
 def index(root_arg: str | Path, full: bool = False, progress: Any = None,
           wait: float = 0.0) -> dict[str, Any]:
-    """Validate and audit, then bring the derived index up to date, holding the lock."""
+    """Validate and audit, then bring the derived index up to date, holding the lock.
+
+    Documents with errors are quarantined, not fatal (``index.build``).
+    """
     from . import index as forest_index
     from . import lock
     from .safety import open_root
@@ -333,7 +336,8 @@ def status(root_arg: str | Path) -> dict[str, Any]:
 
     ``ready`` is true when the index exists and matches the files on disk (so
     route, retrieve and open will not fail with ``index_missing`` or
-    ``index_stale``); ``next_step`` says what an operator should run otherwise.
+    ``index_stale``), quarantined documents or not; ``next_step`` says what an
+    operator should run otherwise, or that documents are left out.
     """
     report = doctor(root_arg)
     index_state = report["index"]

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import ForestError
-from .issues import Issue
 from .ignore import IGNORED_ROOT_DIRS, is_debris
+from .issues import Issue
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
