@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import stat
 from pathlib import Path
 
@@ -189,3 +190,37 @@ def test_a_missing_layer_blocks_with_its_own_code(example_forest):
     error = done.json()["error"]
     assert error["code"] == "layer_missing"
     assert error["details"]["issues"][0]["path"] == "06 istm"
+
+
+def test_a_symlinked_parent_is_quarantined_and_its_children_are_not(example_forest, tmp_path):
+    root = example_forest
+    branch = root / "03 mtm/kitchen/fermentation.md"
+    outside = tmp_path / "fermentation.md"
+    outside.write_bytes(branch.read_bytes())
+    branch.unlink()
+    branch.symlink_to(outside)
+    indexed = run_cli("--json", "index", root)
+    assert indexed.code == 0
+    outcome = indexed.json()
+    assert [(p["path"], p["code"]) for p in outcome["problems"]] == [
+        ("03 mtm/kitchen/fermentation.md", "symlink")]
+    assert outcome["quarantined"] == 1 and outcome["documents"] == 11
+    assert KIMCHI in {row[0] for row in index_rows(root)[0]}
+    audited = run_cli("--json", "audit", root).json()
+    assert {issue["path"] for issue in audited["issues"]} == {"03 mtm/kitchen/fermentation.md"}
+
+
+def test_an_index_from_before_the_quarantine_table_is_read_and_completed(example_forest):
+    root = example_forest
+    assert run_cli("index", root).code == 0
+    con = sqlite3.connect(root / ".memory-forest/index.sqlite3")
+    with con:
+        con.execute("DROP TABLE quarantine")
+    con.close()
+    assert run_cli("--json", "doctor", root).json()["index"]["state"] == "current"
+    write_file(root, "04 stm/kitchen/fermentation/bad.md", b"---\ntitle: [oops\n---\n# Bad\n")
+    done = run_cli("--json", "index", root)
+    assert done.code == 0 and done.json()["mode"] == "incremental"
+    assert done.json()["quarantined"] == 1
+    index = run_cli("--json", "doctor", root).json()["index"]
+    assert (index["state"], index["quarantined"]) == ("current", 1)

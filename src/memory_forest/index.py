@@ -9,7 +9,9 @@ transaction. Neither ever writes a canonical byte.
 A document with an error-level problem is quarantined: it has no row in
 ``docs`` (an earlier row is removed) and one in ``quarantine`` with its size,
 mtime and problems, so the index still accounts for every file on disk and
-``state`` can tell a quarantined file from a changed one.
+``state`` can tell a quarantined file from a changed one. The table came
+without a schema change, so upgrading never forces a rebuild: an index built
+before it reads as having nothing quarantined, and the next build adds it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from .routes import Route
 
 INDEX_NAME = "index.sqlite3"
-INDEX_SCHEMA_VERSION = 5
+INDEX_SCHEMA_VERSION = 4
 # A file modified within this window of the last build may have changed
 # without its mtime moving (coarse timestamps); such files are re-hashed.
 RACY_WINDOW_NS = 2_000_000_000
@@ -54,15 +56,16 @@ CREATE TABLE docs (
     facts TEXT NOT NULL
 );
 CREATE INDEX docs_layer ON docs(layer_number);
-CREATE TABLE quarantine (
+CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{TOKENIZER}");
+INSERT INTO meta VALUES ('schema_version', '{INDEX_SCHEMA_VERSION}');
+"""
+_QUARANTINE = """
+CREATE TABLE IF NOT EXISTS quarantine (
     path TEXT PRIMARY KEY,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     problems TEXT NOT NULL
-);
-CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{TOKENIZER}");
-INSERT INTO meta VALUES ('schema_version', '{INDEX_SCHEMA_VERSION}');
-"""
+)"""
 
 
 def index_path(root: Path) -> Path:
@@ -131,6 +134,15 @@ def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]
     return stored
 
 
+def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
+    """Path, size, mtime and problems (JSON) of every file the last build left out."""
+    try:
+        return con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
+                           " ORDER BY path").fetchall()
+    except sqlite3.OperationalError:  # built before the table existed: nothing recorded
+        return []
+
+
 def built_at_ns(con: sqlite3.Connection) -> int:
     row = con.execute("SELECT value FROM meta WHERE key = 'built_at_ns'").fetchone()
     return int(row[0]) if row else 0
@@ -149,8 +161,7 @@ def state(root: Path) -> dict[str, Any]:
         return {"state": "invalid", "code": exc.code}
     with con:
         indexed = {p: (s, m) for p, s, m in con.execute("SELECT path, size, mtime_ns FROM docs")}
-        held = {p: (s, m) for p, s, m in
-                con.execute("SELECT path, size, mtime_ns FROM quarantine")}
+        held = {path: (size, mtime) for path, size, mtime, _ in quarantined(con)}
     con.close()
     listing = walk(root, load_config(root).limits)
     on_disk = {e.path: (e.size, e.mtime_ns) for e in listing.files
@@ -270,6 +281,7 @@ def _quarantine_rows(snap, checked) -> list[tuple[str, int, int, str]]:
 
 
 def _write_quarantine(con: sqlite3.Connection, held: list[tuple[str, int, int, str]]) -> None:
+    con.execute(_QUARANTINE)
     con.execute("DELETE FROM quarantine")
     con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?)", held)
 
@@ -426,6 +438,7 @@ def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
     con = sqlite3.connect(index_path(root))
     try:
         with con:
+            con.execute(_QUARANTINE)
             for rel in [*absent, *snap.facts]:
                 con.execute("DELETE FROM quarantine WHERE path = ?", (rel,))
                 row = con.execute("SELECT rowid, sha256, size, mtime_ns FROM docs WHERE path = ?",
