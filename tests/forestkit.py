@@ -120,6 +120,8 @@ class RandomForest:
 
     Every write stamps an explicit mtime far in the past (distinct per write),
     so files the index saw before are old enough for it to reuse their parse.
+    ``broken`` holds the files a breaking mutation spoiled (bad frontmatter, a
+    lateral link): the ones indexing must quarantine until a later write fixes them.
     """
 
     root: Path
@@ -127,11 +129,13 @@ class RandomForest:
     docs: dict[str, Doc] = field(default_factory=dict)
     clock_ns: int = field(default_factory=lambda: time.time_ns() - 10 * 86_400 * 10**9)
     serial: int = 0
+    broken: set[str] = field(default_factory=set)
 
     # writing
 
     def put(self, rel: str, doc: Doc) -> None:
         self.docs[rel] = doc
+        self.broken.discard(rel)
         write_file(self.root, rel, render_doc(rel, doc.title, doc.body, doc.doc_id, doc.status))
         self.stamp(rel)
 
@@ -179,10 +183,13 @@ class RandomForest:
 
     # mutations: each returns nothing; compare the disk before and after to see what changed
 
-    def mutate(self, count: int) -> None:
+    def mutate(self, count: int, breaking: bool = False) -> None:
+        """``breaking`` adds edits that spoil a file (and the edits above fix it again)."""
         actions = [self.edit_body, self.edit_same_size, self.retitle, self.set_status,
                    self.touch, self.new_leaf, self.new_branch, self.delete_leaf,
                    self.delete_branch, self.rename_leaf, self.rename_branch]
+        if breaking:
+            actions += [self.break_frontmatter, self.link_sideways]
         for _ in range(count):
             self.rng.choice(actions)()
 
@@ -227,31 +234,57 @@ class RandomForest:
         self.serial += 1
         self.add_branch(tree, f"branch-new{self.serial}", self.rng.randint(1, 3))
 
+    def break_frontmatter(self) -> None:
+        """A hand edit that leaves YAML unparsable."""
+        self.spoil(self._any(), b"---\ntitle: [unclosed\n---\n# Broken\n")
+
+    def link_sideways(self) -> None:
+        """A "see also" link from one leaf to another: lateral, forbidden."""
+        leaves = self.of_layer("04 stm/")
+        if len(leaves) < 2:
+            return
+        rel, other = self.rng.sample(leaves, 2)
+        doc = self.docs[rel]
+        data = render_doc(rel, doc.title, doc.body, doc.doc_id, doc.status)
+        self.spoil(rel, data + f"\nSee also [[{other[:-3]}]]\n".encode())
+
+    def spoil(self, rel: str, data: bytes) -> None:
+        write_file(self.root, rel, data)
+        self.stamp(rel)
+        self.broken.add(rel)
+
+    def moved(self, old: str, new: str) -> None:
+        """A rename keeps the bytes, and so whether the file is broken."""
+        self.docs[new] = self.docs.pop(old)
+        if old in self.broken:
+            self.broken.discard(old)
+            self.broken.add(new)
+
     def delete_leaf(self) -> None:
         leaves = self.of_layer("04 stm/")
         if len(leaves) > 1:
             rel = self.rng.choice(leaves)
             (self.root / rel).unlink()
             del self.docs[rel]
+            self.broken.discard(rel)
 
     def delete_branch(self) -> None:
         if len(self.branches()) < 2:
             return
         tree, branch = self.rng.choice(self.branches())
-        for rel in self.leaves_of(tree, branch):
+        for rel in [*self.leaves_of(tree, branch), f"03 mtm/{tree}/{branch}.md"]:
             (self.root / rel).unlink()
             del self.docs[rel]
+            self.broken.discard(rel)
         if (self.root / "04 stm" / tree / branch).exists():
             os.rmdir(self.root / "04 stm" / tree / branch)
-        (self.root / f"03 mtm/{tree}/{branch}.md").unlink()
-        del self.docs[f"03 mtm/{tree}/{branch}.md"]
 
     def rename_leaf(self) -> None:
         rel = self._any("04 stm/")
         self.serial += 1
         new = rel.rsplit("/", 1)[0] + f"/moved{self.serial}.md"
         os.rename(self.root / rel, self.root / new)
-        self.docs[new] = self.docs.pop(rel)
+        self.moved(rel, new)
 
     def rename_branch(self) -> None:
         """Move a branch: its MTM file, its leaf folder, and each leaf's parent link."""
@@ -260,12 +293,13 @@ class RandomForest:
         new_branch = f"renamed{self.serial}"
         old_mtm, new_mtm = f"03 mtm/{tree}/{branch}.md", f"03 mtm/{tree}/{new_branch}.md"
         os.rename(self.root / old_mtm, self.root / new_mtm)
-        self.docs[new_mtm] = self.docs.pop(old_mtm)
+        self.moved(old_mtm, new_mtm)
         old_dir = self.root / "04 stm" / tree / branch
         if old_dir.exists():
             os.rename(old_dir, self.root / "04 stm" / tree / new_branch)
         for rel in [r for r in self.docs if r.startswith(f"04 stm/{tree}/{branch}/")]:
             doc = self.docs.pop(rel)
+            self.broken.discard(rel)
             self.put(f"04 stm/{tree}/{new_branch}/{rel.rsplit('/', 1)[1]}", doc)
 
 
@@ -309,6 +343,16 @@ def index_rows(root: Path) -> tuple[list[tuple], list[tuple]]:
         con.close()
     assert orphans == (0,), "full-text rows without a document"
     return docs, terms
+
+
+def quarantine_rows(root: Path) -> list[tuple]:
+    """The index's quarantined files: path, size, mtime and their problems."""
+    con = sqlite3.connect(f"{(root / INDEX).as_uri()}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
+                           " ORDER BY path").fetchall()
+    finally:
+        con.close()
 
 
 def set_meta(root: Path, key: str, value: str) -> None:

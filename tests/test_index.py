@@ -18,6 +18,7 @@ from forestkit import (
     index_rows,
     mode_of,
     new_forest,
+    quarantine_rows,
     set_meta,
     write_file,
 )
@@ -83,9 +84,11 @@ def test_incremental_after_no_change_reads_nothing_new(tmp_path):
 # --- incremental equals full ----------------------------------------------------------------
 
 
-def _expected_counts(before: dict, after: dict) -> dict[str, int]:
-    before = {rel: data for rel, (data, _, _) in before.items()}
-    after = {rel: data for rel, (data, _, _) in after.items()}
+def _expected_counts(before: dict, after: dict, broken_before: set[str] = frozenset(),
+                     broken_after: set[str] = frozenset()) -> dict[str, int]:
+    """What an incremental build must report, over the files that were and are indexable."""
+    before = {rel: data for rel, (data, _, _) in before.items() if rel not in broken_before}
+    after = {rel: data for rel, (data, _, _) in after.items() if rel not in broken_after}
     both = set(before) & set(after)
     changed = sum(1 for rel in both if before[rel] != after[rel])
     return {"added": len(set(after) - set(before)), "deleted": len(set(before) - set(after)),
@@ -94,26 +97,38 @@ def _expected_counts(before: dict, after: dict) -> dict[str, int]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
 def test_incremental_index_equals_a_full_rebuild(tmp_path, seed):
+    """Edits that break files (bad YAML, a lateral link) and edits that fix them again:
+    the incremental index quarantines and restores exactly what a full rebuild does."""
     forest = RandomForest(new_forest(tmp_path), random.Random(seed))
     forest.populate()
     assert 30 <= len(forest.docs) <= 60
     assert operations.validate(forest.root)["ok"] and operations.audit(forest.root)["ok"]
     assert operations.index(forest.root)["mode"] == "full"
-    for round_number in range(3):
-        before = canonical_state(forest.root)
-        forest.mutate(count=forest.rng.randint(3, 12))
+    seen_broken = False
+    for round_number in range(4):
+        before, broken_before = canonical_state(forest.root), set(forest.broken)
+        forest.mutate(count=forest.rng.randint(3, 12), breaking=True)
         after = canonical_state(forest.root)
+        seen_broken = seen_broken or bool(forest.broken)
         outcome = operations.index(forest.root)
         assert outcome["mode"] == "incremental"
         counts = {key: outcome[key] for key in ("added", "deleted", "changed", "unchanged")}
-        assert counts == _expected_counts(before, after), f"round {round_number}"
+        assert counts == _expected_counts(before, after, broken_before, forest.broken), \
+            f"round {round_number}"
+        assert outcome["quarantined"] == len(forest.broken)
+        assert {p["path"] for p in outcome["problems"] if p["level"] == "error"} == forest.broken
 
         fresh = tmp_path / f"fresh-{round_number}"
         shutil.copytree(forest.root, fresh)
-        assert operations.index(fresh, full=True)["mode"] == "full"
+        full = operations.index(fresh, full=True)
+        assert full["mode"] == "full"
+        assert full["problems"] == outcome["problems"]
         assert index_rows(forest.root) == index_rows(fresh)
+        assert quarantine_rows(forest.root) == quarantine_rows(fresh)
+        assert operations.doctor(forest.root)["index"]["state"] == "current"
         for query in ("tomato pressure", "ferment jar", "Leaf"):
             assert retrieve.retrieve(forest.root, query) == retrieve.retrieve(fresh, query)
+    assert seen_broken
 
 
 def test_same_size_edit_inside_the_racy_window_is_seen(tmp_path):
@@ -182,21 +197,64 @@ def test_index_releases_its_lock(tmp_path):
 
 
 @pytest.mark.parametrize("full", [False, True])
-def test_failed_build_leaves_the_previous_index_untouched(tmp_path, full):
+def test_a_forest_level_fault_leaves_the_previous_index_untouched(tmp_path, full):
     root = new_forest(tmp_path, example=True)
     operations.index(root)
     previous = (root / INDEX).read_bytes()
-    # A leaf without the link to its parent fails the audit.
-    write_file(root, "04 stm/kitchen/fermentation/orphan.md",
-               b"---\ntitle: Orphan\n---\n# Orphan\n\nNo parent link.\n")
+    shutil.rmtree(root / "05 daily")  # a missing layer: no quarantine routes around it
     with pytest.raises(ForestError) as caught:
         operations.index(root, full=full)
-    assert caught.value.code == "index_blocked"
-    codes = {issue["code"] for issue in caught.value.details["issues"]}
-    assert "link_parent_missing" in codes
+    assert caught.value.code == "layer_missing"
+    assert [issue["path"] for issue in caught.value.details["issues"]] == ["05 daily"]
     assert (root / INDEX).read_bytes() == previous
     assert _index_files(root) == ["forest.json", "index.sqlite3"]
     assert not (tmp_path / "forest.maintenance.lock").exists()
+
+
+ORPHAN = "04 stm/kitchen/fermentation/orphan.md"
+BAD_YAML = "04 stm/kitchen/fermentation/bad-yaml.md"
+KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+BRANCH = "03 mtm/kitchen/fermentation.md"
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_broken_documents_are_quarantined_and_the_rest_is_indexed(tmp_path, full):
+    root = new_forest(tmp_path, example=True)
+    operations.index(root)
+    write_file(root, ORPHAN, b"---\ntitle: Orphan\n---\n# Orphan\n\nNo parent link.\n")
+    write_file(root, BAD_YAML, b"---\ntitle: [unclosed\n---\n# Bad\n")
+    outcome = operations.index(root, full=full)
+    assert outcome["ok"] and outcome["quarantined"] == 2
+    errors = {(p["path"], p["code"]) for p in outcome["problems"] if p["level"] == "error"}
+    assert (ORPHAN, "link_parent_missing") in errors
+    assert {path for path, _ in errors} == {ORPHAN, BAD_YAML}
+    assert set(outcome["problems"][0]) == {"path", "code", "message", "level"}
+    indexed = {row[0] for row in index_rows(root)[0]}
+    assert KIMCHI in indexed and not {ORPHAN, BAD_YAML} & indexed
+    assert outcome["documents"] == len(indexed) == 12
+    assert [row[0] for row in quarantine_rows(root)] == sorted([BAD_YAML, ORPHAN])
+    assert operations.doctor(root)["index"] == {"state": "current", "documents": 12,
+                                                "quarantined": 2}
+    assert retrieve.retrieve(root, "kimchi")["count"] == 1
+    assert not operations.validate(root)["ok"]  # the strict check still fails
+
+
+def test_an_indexed_document_that_breaks_leaves_the_index_and_comes_back_fixed(tmp_path):
+    root = new_forest(tmp_path, example=True)
+    operations.index(root)
+    good = (root / BRANCH).read_bytes()
+    write_file(root, BRANCH, good + b"\nSee also [[03 mtm/greenhouse/irrigation]]\n")
+    outcome = operations.index(root)
+    assert outcome["deleted"] == 1 and outcome["quarantined"] == 1
+    assert [(p["path"], p["code"]) for p in outcome["problems"]] == [(BRANCH, "link_lateral")]
+    indexed = {row[0] for row in index_rows(root)[0]}
+    assert BRANCH not in indexed and KIMCHI in indexed  # its valid children stay
+    # The strict audit fails the branch, and none of the children it stopped vouching for.
+    assert {issue["path"] for issue in operations.audit(root)["issues"]} == {BRANCH}
+    write_file(root, BRANCH, good)
+    fixed = operations.index(root)
+    assert fixed["added"] == 1 and fixed["quarantined"] == 0 and fixed["problems"] == []
+    assert quarantine_rows(root) == []
 
 
 def test_index_never_changes_a_canonical_byte(tmp_path):
@@ -212,7 +270,7 @@ def test_index_never_changes_a_canonical_byte(tmp_path):
 # --- schema version -------------------------------------------------------------------------
 
 
-def test_schema_mismatch_fails_every_reader_and_full_rebuild_repairs(tmp_path):
+def test_schema_mismatch_fails_every_reader_and_index_rebuilds(tmp_path):
     root = new_forest(tmp_path, example=True)
     operations.index(root)
     set_meta(root, "schema_version", "999")
@@ -220,16 +278,17 @@ def test_schema_mismatch_fails_every_reader_and_full_rebuild_repairs(tmp_path):
         "route": lambda: retrieve.route(root, "kimchi"),
         "search": lambda: retrieve.search(root, "kimchi"),
         "retrieve": lambda: retrieve.retrieve(root, "kimchi"),
-        "index": lambda: operations.index(root),
     }
     for name, call in calls.items():
         with pytest.raises(ForestError) as caught:
             call()
         assert caught.value.code == "index_schema_mismatch", name
-        assert "--full" in caught.value.message, name
+        assert "memory-forest index ROOT" in caught.value.message, name
         assert caught.value.details == {"found": "999", "expected": INDEX_SCHEMA_VERSION}
-    assert operations.index(root, full=True)["mode"] == "full"
+    outcome = operations.index(root)  # a plain index starts over and says why
+    assert (outcome["mode"], outcome["rebuilt"]) == ("full", "schema_mismatch")
     assert retrieve.route(root, "kimchi")["count"] == 1
+    assert "rebuilt" not in operations.index(root)
 
 
 def test_index_without_a_version_is_a_mismatch(tmp_path):
@@ -250,8 +309,9 @@ def test_unreadable_index_is_reported_not_raised(tmp_path):
     with pytest.raises(ForestError) as caught:
         retrieve.retrieve(root, "kimchi")
     assert caught.value.code == "index_corrupt"
-    assert "--full" in caught.value.message
-    assert operations.index(root, full=True)["ok"]
+    assert "memory-forest index ROOT" in caught.value.message
+    outcome = operations.index(root)
+    assert (outcome["mode"], outcome["rebuilt"]) == ("full", "index_corrupt")
     assert retrieve.retrieve(root, "kimchi")["count"] == 1
 
 
@@ -269,13 +329,15 @@ def test_doctor_reports_absent_current_and_stale(tmp_path):
     root = new_forest(tmp_path, example=True)
     assert operations.doctor(root)["index"] == {"state": "absent"}
     operations.index(root)
-    assert operations.doctor(root)["index"] == {"state": "current", "documents": 12}
+    assert operations.doctor(root)["index"] == {"state": "current", "documents": 12,
+                                                "quarantined": 0}
     leaf = root / "04 stm/kitchen/fermentation/kimchi-batch-7.md"
     write_file(root, "04 stm/kitchen/fermentation/kimchi-batch-7.md",
                leaf.read_bytes() + b"\nDay 14: ready.\n")
     (root / "04 stm/greenhouse/irrigation/tomato-leaf-spots.md").unlink()
     report = operations.doctor(root)["index"]
-    assert report == {"state": "stale", "changed": 1, "deleted": 1, "documents": 12}
+    assert report == {"state": "stale", "changed": 1, "deleted": 1, "documents": 12,
+                      "quarantined": 0}
     set_meta(root, "schema_version", "0")
     assert operations.doctor(root)["index"] == {"state": "invalid",
                                                 "code": "index_schema_mismatch"}

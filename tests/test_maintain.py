@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import stat
 
@@ -41,17 +42,43 @@ def test_verify_all_catches_an_index_that_disagrees_with_the_files(example):
     assert outcome["steps"]["verify"]["mismatched"] == 1
 
 
-def test_an_audit_error_stops_before_the_index_step(example):
-    leaf = example / "04 stm/kitchen/fermentation/zaatar-blend.md"
+ZAATAR = "04 stm/kitchen/fermentation/zaatar-blend.md"
+
+
+def test_an_audit_error_quarantines_the_leaf_and_the_run_still_indexes(example):
+    leaf = example / ZAATAR
     leaf.write_text(leaf.read_text(encoding="utf-8").replace("Up: [[03 mtm", "Up: [[02 ltm"),
                     encoding="utf-8")
     before = leaf.read_bytes()
+    outcome = maintenance.maintain(example, verify_all=True)
+    assert not outcome["ok"] and outcome["error"]["code"] == "maintain_problems"
+    assert outcome["exit_code"] == maintenance.PROBLEMS_EXIT_CODE == 3
+    assert outcome["error"]["details"] == {"errors": 2, "warnings": 0, "quarantined": 1}
+    assert outcome["quarantined"] == 1
+    assert {(p["path"], p["code"]) for p in outcome["problems"]} == {
+        (ZAATAR, "link_not_canonical"), (ZAATAR, "link_parent_missing")}
+    assert outcome["steps"]["index"]["ok"] and outcome["steps"]["verify"]["mismatched"] == 0
+    with sqlite3.connect(index_path(example)) as con:
+        indexed = {path for (path,) in con.execute("SELECT path FROM docs")}
+    assert ZAATAR not in indexed and len(indexed) == 11
+    assert leaf.read_bytes() == before  # reported, never repaired
+
+
+def test_a_wide_mode_is_a_warning_and_the_run_is_clean(example):
+    os.chmod(example / ZAATAR, 0o644)
     outcome = maintenance.maintain(example)
-    assert not outcome["ok"] and outcome["error"]["code"] == "audit_failed"
-    assert "index" not in outcome["steps"]
-    assert any(issue["path"] == "04 stm/kitchen/fermentation/zaatar-blend.md"
-               for issue in outcome["issues"])
-    assert leaf.read_bytes() == before
+    assert outcome["ok"] and "exit_code" not in outcome and outcome["quarantined"] == 0
+    assert [(p["code"], p["level"]) for p in outcome["problems"]] == [
+        ("mode_file_not_private", "warning")]
+    assert outcome["steps"]["validate"]["warnings"] == 1
+    assert stat.S_IMODE(os.stat(example / ZAATAR).st_mode) == 0o644
+
+
+def test_a_missing_layer_stops_the_run_before_the_index_step(example):
+    shutil.rmtree(example / "00 life_archive")
+    outcome = maintenance.maintain(example)
+    assert not outcome["ok"] and outcome["error"]["code"] == "layer_missing"
+    assert "exit_code" not in outcome and "index" not in outcome["steps"]
 
 
 def test_run_log_is_private_bounded_and_free_of_paths(example, tmp_path):

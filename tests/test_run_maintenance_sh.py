@@ -77,11 +77,16 @@ def forest(example_forest: Path) -> Path:
     return example_forest  # conftest's copy of the packaged example
 
 
+BROKEN_LEAF = "04 stm/kitchen/fermentation/zaatar-blend.md"
+
+
 @pytest.fixture
 def broken_forest(forest: Path) -> Path:
-    """A forest that fails validation: a canonical file readable by others."""
-    os.chmod(forest / "01 xltm" / "XLTM.md", 0o644)
-    assert not operations.validate(forest)["ok"]
+    """A forest with one broken document: a leaf that links to its tree, skipping a layer."""
+    leaf = forest / BROKEN_LEAF
+    leaf.write_text(leaf.read_text(encoding="utf-8").replace("Up: [[03 mtm", "Up: [[02 ltm"),
+                    encoding="utf-8")
+    assert not operations.audit(forest)["ok"]
     return forest
 
 
@@ -187,14 +192,15 @@ def test_maintain_succeeds_on_a_healthy_forest(forest: Path) -> None:
     assert not os.path.lexists(lock.lock_path(forest))
 
 
-def test_maintain_stops_on_a_validation_failure(broken_forest: Path) -> None:
+def test_maintain_passes_on_the_problems_status(broken_forest: Path) -> None:
     before = canonical_hashes(broken_forest)
     done = wrapper(str(broken_forest))
-    assert done.returncode == 1
+    assert done.returncode == 3
     outcome = outcome_of(done)
-    assert outcome["ok"] is False and outcome["issues"]
+    assert outcome["ok"] is False and outcome["error"]["code"] == "maintain_problems"
+    assert {p["path"] for p in outcome["problems"]} == {BROKEN_LEAF}
+    assert outcome["quarantined"] == 1 and outcome["steps"]["index"]["ok"]
     assert canonical_hashes(broken_forest) == before  # never repairs
-    assert stat.S_IMODE(os.stat(broken_forest / "01 xltm" / "XLTM.md").st_mode) == 0o644
 
 
 def test_maintain_exits_at_once_on_a_held_lock(forest: Path) -> None:

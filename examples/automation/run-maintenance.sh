@@ -7,7 +7,8 @@
 #
 # Runs $MEMORY_FOREST_BIN when it is set (an absolute path), else memory-forest
 # from the caller's PATH, as: BIN maintain ROOT --json [MAINTAIN_OPTION...]
-# with a minimal PATH and umask 077, and exits with its status.
+# with a minimal PATH and umask 077, and exits with its status: 0 clean, 3 indexed
+# with quarantined documents (see the JSON's problems), 1 failed.
 # Exit codes of its own: 2 for a bad ROOT or usage, 127 when no binary is found.
 set -eu
 

@@ -12,7 +12,7 @@ from .routes import Route, link_target, parse_route
 def audit(snap: Snapshot) -> list[Issue]:
     """Link issues only; callers combine them with ``validate``."""
     issues: list[Issue] = []
-    targets = {link_target(path) for path in snap.routes}
+    targets = {link_target(path) for path in [*snap.routes, *snap.unread]}
     for path, facts in snap.facts.items():
         route = snap.routes[path]
         if route.layer.key == "istm":

@@ -188,7 +188,8 @@ def audit(root: Root) -> None:
 def doctor(
     root: Root,
     repair: Annotated[bool, typer.Option(
-        "--repair", help="Finish or roll back an interrupted write (takes the lock).")] = False,
+        "--repair", help="Finish or roll back an interrupted write, restore 0700/0600 modes "
+        "(takes the lock).")] = False,
     wait: Annotated[float, typer.Option(help="With --repair: seconds to wait for the lock.")
                     ] = 0.0,
 ) -> None:
@@ -219,7 +220,9 @@ def index(
     full: Annotated[bool, typer.Option("--full", help="Rebuild from scratch, atomically.")] = False,
     wait: Annotated[float, typer.Option(help="Seconds to wait for the lock.")] = 0.0,
 ) -> None:
-    """Validate, audit, then bring the derived index up to date (incremental by default).
+    """Bring the derived index up to date (incremental by default).
+
+    Documents with errors are left out and listed; exit 0 whenever the index was built.
 
     Example: memory-forest index ~/memory --full
     """
@@ -626,6 +629,8 @@ def maintain(
     ] = None,
 ) -> None:
     """The scheduled job: lock, validate, audit, index, verify; never repairs anything.
+
+    Exits 0 when clean, 3 when it indexed with quarantined documents, 1 when it failed.
 
     Example: memory-forest maintain ~/memory --json --log ~/memory.maintenance.jsonl
     """

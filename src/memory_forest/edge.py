@@ -15,7 +15,11 @@ from typing import Any
 
 
 def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> int:
-    """Run one library call, print its outcome, and return the exit code (0, 1, 2 or 130)."""
+    """Run one library call, print its outcome, and return the exit code (0, 1, 2 or 130).
+
+    A result that is not ok may name its own exit code (``maintain`` uses 3
+    for "built, with problems"); otherwise it is 1.
+    """
     from .errors import ForestError
 
     try:
@@ -33,7 +37,7 @@ def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> 
                                       "details": {"class": type(exc).__name__}})
         code = 1
     else:
-        code = 0 if outcome.get("ok") else 1
+        code = 0 if outcome.get("ok") else outcome.get("exit_code", 1)
     emit(outcome, json_mode)
     return code
 

@@ -5,6 +5,13 @@ files at any time. A full build writes a new file beside the old one and
 renames it into place, so readers see the old index or the new one, never a
 half-built one. An incremental build applies every change in one
 transaction. Neither ever writes a canonical byte.
+
+A document with an error-level problem is quarantined: it has no row in
+``docs`` (an earlier row is removed) and one in ``quarantine`` with its size,
+mtime and problems, so the index still accounts for every file on disk and
+``state`` can tell a quarantined file from a changed one. The table came
+without a schema change, so upgrading never forces a rebuild: an index built
+before it reads as having nothing quarantined, and the next build adds it.
 """
 
 from __future__ import annotations
@@ -52,6 +59,13 @@ CREATE INDEX docs_layer ON docs(layer_number);
 CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{TOKENIZER}");
 INSERT INTO meta VALUES ('schema_version', '{INDEX_SCHEMA_VERSION}');
 """
+_QUARANTINE = """
+CREATE TABLE IF NOT EXISTS quarantine (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    problems TEXT NOT NULL
+)"""
 
 
 def index_path(root: Path) -> Path:
@@ -73,8 +87,8 @@ def connect(root: Path) -> sqlite3.Connection:
         _check_schema(con)
     except sqlite3.DatabaseError as exc:
         raise ForestError("index_corrupt", "the index cannot be read; run "
-                          "'memory-forest index ROOT --full'", {"error": type(exc).__name__}
-                          ) from None
+                          "'memory-forest index ROOT' to rebuild it",
+                          {"error": type(exc).__name__}) from None
     return con
 
 
@@ -88,7 +102,7 @@ def _check_schema(con: sqlite3.Connection) -> None:
         raise ForestError(
             "index_schema_mismatch",
             f"the index has schema {found!s}, this tool needs {INDEX_SCHEMA_VERSION}; "
-            "rebuild it with 'memory-forest index ROOT --full'",
+            "run 'memory-forest index ROOT' to rebuild it",
             {"found": found, "expected": INDEX_SCHEMA_VERSION},
         )
 
@@ -120,6 +134,15 @@ def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]
     return stored
 
 
+def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
+    """Path, size, mtime and problems (JSON) of every file the last build left out."""
+    try:
+        return con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
+                           " ORDER BY path").fetchall()
+    except sqlite3.OperationalError:  # built before the table existed: nothing recorded
+        return []
+
+
 def built_at_ns(con: sqlite3.Connection) -> int:
     row = con.execute("SELECT value FROM meta WHERE key = 'built_at_ns'").fetchone()
     return int(row[0]) if row else 0
@@ -138,15 +161,18 @@ def state(root: Path) -> dict[str, Any]:
         return {"state": "invalid", "code": exc.code}
     with con:
         indexed = {p: (s, m) for p, s, m in con.execute("SELECT path, size, mtime_ns FROM docs")}
+        held = {path: (size, mtime) for path, size, mtime, _ in quarantined(con)}
+    con.close()
     listing = walk(root, load_config(root).limits)
     on_disk = {e.path: (e.size, e.mtime_ns) for e in listing.files
                if not e.path.startswith(STATE_DIR + "/") and "/" in e.path}
-    changed = sum(1 for p, v in on_disk.items() if indexed.get(p) != v)
-    deleted = sum(1 for p in indexed if p not in on_disk)
+    known = {**held, **indexed}
+    changed = sum(1 for p, v in on_disk.items() if known.get(p) != v)
+    deleted = sum(1 for p in known if p not in on_disk)
+    counts = {"documents": len(indexed), "quarantined": len(held)}
     if changed or deleted:
-        return {"state": "stale", "changed": changed, "deleted": deleted,
-                "documents": len(indexed)}
-    return {"state": "current", "documents": len(indexed)}
+        return {"state": "stale", "changed": changed, "deleted": deleted, **counts}
+    return {"state": "current", **counts}
 
 
 # --- building -------------------------------------------------------------------------------
@@ -163,9 +189,10 @@ class Previous:
     """
 
     def __init__(self, facts: dict[str, tuple[Facts, int, Route]] | None = None,
-                 built_at_ns: int = 0) -> None:
+                 built_at_ns: int = 0, rebuilt: str | None = None) -> None:
         self.facts = facts or {}  # path -> (facts, rowid, route)
         self.built_at_ns = built_at_ns
+        self.rebuilt = rebuilt  # why an incremental build must start over, if it must
 
     def reuse(self, entry: Entry) -> tuple[Facts, Route] | None:
         """Cached facts and route of a file whose size and mtime are unchanged and trustworthy."""
@@ -180,48 +207,87 @@ class Previous:
         return facts, route
 
 
+# An index of another schema version, or one SQLite cannot read, is derived state that
+# a full build replaces; 'index' then always works, and says why it started over.
+_REBUILDABLE = {"index_schema_mismatch": "schema_mismatch", "index_corrupt": "index_corrupt"}
+
+
 def load_previous(root: Path, full: bool = False) -> Previous:
     """The current index's knowledge, or nothing for a full build or a missing index."""
     if full or not index_path(root).exists():
         return Previous()
-    con = connect(root)  # a foreign schema fails here and names the --full rebuild
+    try:
+        con = connect(root)
+    except ForestError as exc:
+        if exc.code not in _REBUILDABLE:
+            raise
+        return Previous(rebuilt=_REBUILDABLE[exc.code])
     try:
         return Previous(stored_facts(con), built_at_ns(con))
+    except sqlite3.DatabaseError:
+        return Previous(rebuilt="index_corrupt")
     finally:
         con.close()
 
 
 def build(root: Path, full: bool = False, progress: Progress | None = None) -> dict[str, Any]:
-    """Check the forest, then bring the index up to date (caller holds the lock)."""
+    """Check the forest, then bring the index up to date (caller holds the lock).
+
+    Only a forest-level fault raises; a document with an error is quarantined
+    and reported in ``problems``.
+    """
     from .audit import audit
     from .inspect import scan
-    from .issues import has_errors, summarize
+    from .quarantine import triage
     from .validate import validate
 
     started = time.perf_counter()
     previous = load_previous(root, full)
     snap = scan(root, reuse=previous.reuse if previous.facts else None, keep_text=True)
-    issues = sorted(set(validate(snap)) | set(audit(snap)))
-    if has_errors(issues):
-        raise ForestError("index_blocked", "the forest does not validate and audit; "
-                          "fix the issues, then index again",
-                          {"summary": summarize(issues),
-                           "issues": [i.to_dict() for i in issues[:50]]})
-    counts = apply(root, snap, previous, progress)
-    return {**counts, "documents": len(snap.facts), "warnings": summarize(issues)["warnings"],
+    checked = triage(sorted(set(validate(snap)) | set(audit(snap))), snap.dirs)
+    counts = apply(root, snap, previous, checked, progress)
+    rebuilt = {"rebuilt": previous.rebuilt} if previous.rebuilt else {}
+    return {**counts, **rebuilt, **checked.fields(),
+            "warnings": checked.counts()["warnings"],
             "seconds": round(time.perf_counter() - started, 4)}
 
 
-def apply(root: Path, snap, previous: Previous, progress: Progress | None = None) -> dict:
-    """Write a checked snapshot into the index: incrementally when there is one, else fully."""
+def apply(root: Path, snap, previous: Previous, checked, progress: Progress | None = None
+          ) -> dict:
+    """Write a checked snapshot into the index: incrementally when there is one, else fully.
+
+    ``checked`` (a ``quarantine.Triage``) names the paths left out; they get
+    quarantine rows instead of documents.
+    """
     now_ns = time.time_ns()
+    docs = {path: facts for path, facts in snap.facts.items() if path not in checked.quarantined}
+    held = _quarantine_rows(snap, checked)
     if previous.facts:
-        return {"mode": "incremental",
-                **_apply_incremental(index_path(root), snap, previous.facts, now_ns, progress)}
-    return {"mode": "full", **_rebuild(root, index_path(root), snap, now_ns, progress)}
+        counts = _apply_incremental(index_path(root), snap, docs, held, previous.facts, now_ns,
+                                    progress)
+        return {"mode": "incremental", **counts, "documents": len(docs)}
+    counts = _rebuild(root, index_path(root), snap, docs, held, now_ns, progress)
+    return {"mode": "full", **counts, "documents": len(docs)}
 
 
-def _rebuild(root: Path, path: Path, snap, now_ns: int, progress: Progress | None) -> dict:
+def _quarantine_rows(snap, checked) -> list[tuple[str, int, int, str]]:
+    """One row per quarantined file the walk listed (symlinks and special files have none)."""
+    from .jsonio import dumps
+
+    problems = checked.by_path()
+    return [(path, snap.entries[path].size, snap.entries[path].mtime_ns,
+             dumps([issue.to_dict() for issue in problems[path]]))
+            for path in sorted(checked.quarantined) if path in snap.entries]
+
+
+def _write_quarantine(con: sqlite3.Connection, held: list[tuple[str, int, int, str]]) -> None:
+    con.execute(_QUARANTINE)
+    con.execute("DELETE FROM quarantine")
+    con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?)", held)
+
+
+def _rebuild(root: Path, path: Path, snap, docs: dict, held: list, now_ns: int,
+             progress: Progress | None) -> dict:
     state_dir = root / STATE_DIR
     if not state_dir.exists():
         mkdir_private(state_dir)
@@ -238,11 +304,12 @@ def _rebuild(root: Path, path: Path, snap, now_ns: int, progress: Progress | Non
             con.execute("PRAGMA cache_size = -262144")
             con.executescript(_SCHEMA)
             with con:
-                paths = sorted(snap.facts)
+                paths = sorted(docs)
                 for number, doc_path in enumerate(paths, start=1):
                     _insert(con, snap, doc_path)
                     if progress and number % 500 == 0:
                         progress(number, len(paths))
+                _write_quarantine(con, held)
                 _set_built(con, now_ns)
             con.execute("PRAGMA journal_mode = DELETE")
         finally:
@@ -253,18 +320,20 @@ def _rebuild(root: Path, path: Path, snap, now_ns: int, progress: Progress | Non
         if tmp.exists():
             tmp.unlink()
         raise
-    return {"added": len(snap.facts), "changed": 0, "deleted": 0, "unchanged": 0}
+    return {"added": len(docs), "changed": 0, "deleted": 0, "unchanged": 0}
 
 
-def _apply_incremental(path: Path, snap, previous, now_ns: int, progress) -> dict:
+def _apply_incremental(path: Path, snap, docs: dict, held: list, previous, now_ns: int,
+                       progress) -> dict:
     added = changed = deleted = unchanged = 0
     con = sqlite3.connect(path)
     try:
         with con:
-            for doc_path in sorted(set(previous) - set(snap.facts)):
+            # Gone from disk or quarantined since: either way the row goes.
+            for doc_path in sorted(set(previous) - set(docs)):
                 _delete(con, previous[doc_path][1])
                 deleted += 1
-            for doc_path, facts in sorted(snap.facts.items()):
+            for doc_path, facts in sorted(docs.items()):
                 old = previous.get(doc_path)
                 if old is not None and old[0] is facts:
                     unchanged += 1
@@ -281,6 +350,7 @@ def _apply_incremental(path: Path, snap, previous, now_ns: int, progress) -> dic
                 else:
                     added += 1
                 _insert(con, snap, doc_path)
+            _write_quarantine(con, held)
             _set_built(con, now_ns)
     finally:
         con.close()
@@ -341,6 +411,7 @@ def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
     re-describing unchanged files (as a rollback does) leaves the index
     unchanged. ``built_at_ns`` is not moved: files written since the last
     full check stay inside the racy window, and the next ``build`` re-reads them.
+    A path the writer checked is no longer quarantined: its quarantine row goes.
     """
     from .config import load_config
     from .documents import read_facts
@@ -367,7 +438,9 @@ def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
     con = sqlite3.connect(index_path(root))
     try:
         with con:
+            con.execute(_QUARANTINE)
             for rel in [*absent, *snap.facts]:
+                con.execute("DELETE FROM quarantine WHERE path = ?", (rel,))
                 row = con.execute("SELECT rowid, sha256, size, mtime_ns FROM docs WHERE path = ?",
                                   (rel,)).fetchone()
                 facts = snap.facts.get(rel)

@@ -31,6 +31,10 @@ class Snapshot:
     texts: dict[str, str] = field(default_factory=dict)  # searchable text of files read now
     issues: list[Issue] = field(default_factory=list)  # walk and route issues
     dirs: list[str] = field(default_factory=list)
+    entries: dict[str, Entry] = field(default_factory=dict)  # every file the walk listed
+    # Symlinks and special files at a canonical path: never read, and reported, but a
+    # document's parent is still there, so its children are not failed for it.
+    unread: set[str] = field(default_factory=set)
     total_bytes: int = 0
 
     def layer_counts(self) -> dict[str, int]:
@@ -45,12 +49,15 @@ def scan(root_arg: str | Path, reuse: Reuse | None = None, keep_text: bool = Fal
     config = load_config(root)
     listing = walk(root, config.limits)
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
+                    entries={entry.path: entry for entry in listing.files},
                     total_bytes=listing.total_bytes)
     if not config.present:
         snap.issues.append(Issue(f"{STATE_DIR}/forest.json", "config_missing",
                                  "no forest.json; default limits apply", WARNING))
     for directory in listing.dirs:
         _check_directory(directory, snap.issues)
+    snap.unread = {issue.path for issue in listing.issues
+                   if issue.code in ("symlink", "special_file") and _routable(issue.path)}
     for entry in listing.files:
         known = reuse(entry) if reuse else None
         if known is not None:
@@ -95,6 +102,14 @@ def _route_or_issue(path: str, issues: list[Issue]) -> Route | None:
     except ForestError as exc:
         issues.append(Issue(path, exc.code, exc.message))
         return None
+
+
+def _routable(path: str) -> bool:
+    try:
+        parse_route(path)
+    except ForestError:
+        return False
+    return True
 
 
 def _check_directory(directory: str, issues: list[Issue]) -> None:

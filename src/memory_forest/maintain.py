@@ -2,8 +2,11 @@
 
 Steps, each timed and counted in the summary: take the lock, finish or roll
 back an interrupted write from the journal, validate, audit, bring the index
-up to date, verify the index against the files, release the lock. A
-validation or audit error stops the run before the index step.
+up to date, verify the index against the files, release the lock. A document
+with an error is quarantined (left out of the index, listed in ``problems``)
+and the run goes on; it then ends with ``maintain_problems`` and exit code
+``PROBLEMS_EXIT_CODE``, so a scheduler notices. Only a forest-level fault
+stops the run before the index step.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ForestError
-from .issues import has_errors, summarize
+from .issues import summarize
 
 SAMPLE_SIZE = 8
 LOG_MAX_BYTES = 1024 * 1024
+# Distinct from 1 (the run failed): the index was built, but some documents are left out.
+PROBLEMS_EXIT_CODE = 3
 
 
 def maintain(root_arg: str | Path, verify_all: bool = False,
@@ -41,14 +46,16 @@ def maintain(root_arg: str | Path, verify_all: bool = False,
         finally:
             lock.release(root, owner)
     except ForestError as exc:
-        outcome = {"error": exc.to_dict(), "issues": run.issues}
+        outcome = {"error": exc.to_dict()}
     summary = result("maintain", ok="error" not in outcome, started_at=started_at,
                      duration_ms=_ms(started), steps=run.steps,
-                     **{"issues": run.issues, "counts": run.counts, **outcome})
+                     **{"problems": run.problems, "quarantined": run.quarantined,
+                        "counts": run.counts, **outcome})
     if log is not None:
         try:
             append_log(Path(log), summary)
         except ForestError as exc:  # the run is reported, but a scheduler must notice
+            summary.pop("exit_code", None)
             summary.update(ok=False, error=exc.to_dict())
     return summary
 
@@ -58,7 +65,8 @@ class _Run:
 
     def __init__(self) -> None:
         self.steps: dict[str, dict[str, Any]] = {}
-        self.issues: list[dict[str, str]] = []
+        self.problems: list[dict[str, str]] = []
+        self.quarantined = 0
         self.counts: dict[str, int] = {}
 
     def step(self, name: str, call: Callable[[], Any]) -> Any:
@@ -77,6 +85,7 @@ def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
     from . import index
     from .audit import audit
     from .inspect import scan
+    from .quarantine import triage
     from .validate import validate
     from .writers import journal
 
@@ -85,23 +94,34 @@ def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
     snap = run.step("scan", lambda: _scanned(scan(root, reuse=previous.reuse if previous.facts
                                                        else None, keep_text=True)))[0]
     run.counts = snap.layer_counts()
+    found = []
     for name, rules in (("validate", validate), ("audit", audit)):
-        found = run.step(name, lambda rules=rules: _counted(rules(snap)))[0]
-        run.issues += [issue.to_dict() for issue in found]
-        if has_errors(found):
-            run.steps[name]["ok"] = False
-            summary = summarize(found)
-            return {"error": {"code": f"{name}_failed",
-                              "message": f"{name} found {summary['errors']} error(s)",
-                              "details": summary}}
-    run.step("index", lambda: (None, index.apply(root, snap, previous)))
-    checked = run.step("verify", lambda: _verify(root, snap, verify_all))[1]
-    if checked["mismatched"]:
+        found += run.step(name, lambda rules=rules: _counted(rules(snap)))[0]
+    checked = triage(sorted(set(found)), snap.dirs)  # a forest-level fault raises here
+    run.problems = [issue.to_dict() for issue in checked.problems]
+    run.quarantined = len(checked.quarantined)
+    run.step("index", lambda: (None, index.apply(root, snap, previous, checked)))
+    expected = set(snap.facts) - checked.quarantined
+    verified = run.step("verify", lambda: _verify(root, snap, expected, verify_all))[1]
+    if verified["mismatched"]:
         run.steps["verify"]["ok"] = False
         return {"error": {"code": "index_mismatch",
                           "message": "the index disagrees with the files; run "
-                          "'memory-forest index ROOT --full'", "details": checked}}
-    return {}
+                          "'memory-forest index ROOT --full'", "details": verified}}
+    return _problems(checked)
+
+
+def _problems(checked) -> dict[str, Any]:
+    """A run that quarantined documents built the index, but must not look clean."""
+    counts = checked.counts()
+    if not counts["errors"]:
+        return {}
+    return {"exit_code": PROBLEMS_EXIT_CODE,
+            "error": {"code": "maintain_problems",
+                      "message": f"indexed the forest with {counts['errors']} problem(s); "
+                      f"{counts['quarantined']} document(s) left out of the index; "
+                      "see problems",
+                      "details": counts}}
 
 
 def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:
@@ -116,11 +136,19 @@ def _scanned(snap) -> tuple[Any, dict[str, int]]:
 
 
 def _counted(found: list) -> tuple[list, dict[str, int]]:
-    return found, summarize(found)
+    """Issues as indexing grades them (a wide mode is a warning), with their counts."""
+    from .quarantine import for_indexing
+
+    graded = for_indexing(found)
+    return graded, summarize(graded)
 
 
-def _verify(root: Path, snap, verify_all: bool) -> tuple[None, dict[str, Any]]:
-    """Compare the index with the files: every path always, hashes of a sample or of all."""
+def _verify(root: Path, snap, expected: set[str], verify_all: bool
+            ) -> tuple[None, dict[str, Any]]:
+    """Compare the index with the files: every path always, hashes of a sample or of all.
+
+    ``expected`` are the paths that should have rows: the documents not quarantined.
+    """
     from . import index
     from .safety import read_regular
 
@@ -128,8 +156,8 @@ def _verify(root: Path, snap, verify_all: bool) -> tuple[None, dict[str, Any]]:
     with con:
         indexed = dict(con.execute("SELECT path, sha256 FROM docs"))
     con.close()
-    mismatched = sorted(set(indexed) ^ set(snap.facts))
-    paths = sorted(set(indexed) & set(snap.facts))
+    mismatched = sorted(set(indexed) ^ expected)
+    paths = sorted(set(indexed) & expected)
     if not verify_all:
         paths = random.Random(len(paths)).sample(paths, min(SAMPLE_SIZE, len(paths)))
     limit = snap.config.limits["max_file_bytes"]
@@ -152,7 +180,7 @@ def append_log(path: Path, summary: dict[str, Any]) -> None:
     line = dumps({
         "started_at": summary["started_at"], "ok": summary["ok"],
         "code": summary.get("error", {}).get("code"), "duration_ms": summary["duration_ms"],
-        "counts": summary["counts"],
+        "counts": summary["counts"], "quarantined": summary["quarantined"],
         "steps": {name: {k: v for k, v in step.items()} for name, step in summary["steps"].items()},
     }) + "\n"
     try:

@@ -140,7 +140,10 @@ def check_result(operation: str, issues: list, counts: dict[str, int]) -> dict[s
 
 def index(root_arg: str | Path, full: bool = False, progress: Any = None,
           wait: float = 0.0) -> dict[str, Any]:
-    """Validate and audit, then bring the derived index up to date, holding the lock."""
+    """Validate and audit, then bring the derived index up to date, holding the lock.
+
+    Documents with errors are quarantined, not fatal (``index.build``).
+    """
     from . import index as forest_index
     from . import lock
     from .safety import open_root
@@ -173,8 +176,8 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0) -> dic
     """Bounded diagnostics. Fails only when the root cannot be inspected at all.
 
     With ``repair`` (a writer: it takes the lock), an interrupted write is
-    first finished or rolled back (``writers.journal.recover``); a lock left
-    by a dead writer on this host is removed, and reported, first.
+    first finished or rolled back (``writers.journal.recover``), then every
+    directory and file under the root gets its private mode back (0700/0600).
     """
     import platform
     import sqlite3
@@ -215,7 +218,8 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0) -> dic
                     counts[route.layer.dirname] = counts.get(route.layer.dirname, 0) + 1
             report["counts"] = counts
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
-                              "bytes": listing.total_bytes, "issues": len(listing.issues)}
+                              "bytes": listing.total_bytes, "issues": len(listing.issues),
+                              "ignored": listing.ignored}
         except ForestError as exc:
             report["walk"] = {"error": exc.to_dict()}
     report["index"] = _index_state(root)
@@ -230,7 +234,59 @@ def _repair(root: Path, wait: float) -> dict[str, Any]:
 
     # A stale lock fails here with lock_stale: it is removed only by 'unlock --stale'.
     with locking.held(root, "doctor --repair", wait=wait):
-        return {"journal": journal.recover(root) or {"action": "none"}}
+        recovered = journal.recover(root) or {"action": "none"}
+        return {"journal": recovered, **_repair_modes(root)}
+
+
+def _repair_modes(root: Path) -> dict[str, Any]:
+    """Restore 0700/0600 on whatever the walk found with another mode.
+
+    The walk never follows a symlink and skips debris and the tool
+    directories; each fix opens the entry itself with O_NOFOLLOW and changes
+    the mode through that descriptor, so a name swapped for a symlink since
+    the walk is refused, never followed. ``modes`` lists each change;
+    ``modes_failed`` what could not be opened (a file with no read permission).
+    """
+    from .config import load_config
+    from .quarantine import MODE_CODES
+    from .safety import walk
+
+    try:
+        listing = walk(root, load_config(root).limits)
+    except ForestError as exc:
+        return {"modes": [], "modes_failed": [{"path": ".", "code": exc.code}]}
+    changed, failed = [], []
+    for issue in listing.issues:
+        if issue.code not in MODE_CODES:
+            continue
+        try:
+            changed.append(_restore_mode(root, issue.path))
+        except (ForestError, OSError) as exc:
+            code = exc.code if isinstance(exc, ForestError) else type(exc).__name__
+            failed.append({"path": issue.path, "code": code})
+    return {"modes": changed, "modes_failed": failed}
+
+
+def _restore_mode(root: Path, rel: str) -> dict[str, str]:
+    from .safety import DIR_MODE, FILE_MODE, open_nofollow
+
+    if rel == ".":
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    else:
+        # O_NONBLOCK: a FIFO swapped in would otherwise block the open; fstat refuses it.
+        fd = open_nofollow(root, rel, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            want = DIR_MODE
+        elif stat.S_ISREG(st.st_mode):
+            want = FILE_MODE
+        else:
+            raise ForestError("special_file", "only regular files and directories are repaired")
+        os.fchmod(fd, want)
+    finally:
+        os.close(fd)
+    return {"path": rel, "was": f"{stat.S_IMODE(st.st_mode):04o}", "now": f"{want:04o}"}
 
 
 def _journal_state(root: Path) -> dict[str, Any]:
@@ -280,7 +336,8 @@ def status(root_arg: str | Path) -> dict[str, Any]:
 
     ``ready`` is true when the index exists and matches the files on disk (so
     route, retrieve and open will not fail with ``index_missing`` or
-    ``index_stale``); ``next_step`` says what an operator should run otherwise.
+    ``index_stale``), quarantined documents or not; ``next_step`` says what an
+    operator should run otherwise, or that documents are left out.
     """
     report = doctor(root_arg)
     index_state = report["index"]
@@ -289,5 +346,15 @@ def status(root_arg: str | Path) -> dict[str, Any]:
     return result("status", ready=ready, index=index_state, lock=report["lock"],
                   counts=counts, documents=sum(counts.values()),
                   config=report["config"]["state"], versions=report["versions"],
-                  next_step=None if ready else _NEXT_STEP.get(index_state.get("state"),
-                                                              _NEXT_STEP["invalid"]))
+                  next_step=_next_step(index_state))
+
+
+def _next_step(index_state: dict[str, Any]) -> str | None:
+    """What to run next; an index with quarantined documents is ready, but says so."""
+    state = index_state.get("state")
+    if state == "current":
+        if index_state.get("quarantined"):
+            return (f"{index_state['quarantined']} document(s) are left out of the index; "
+                    "run 'memory-forest index ROOT' to list them")
+        return None
+    return _NEXT_STEP.get(state, _NEXT_STEP["invalid"])

@@ -14,7 +14,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def render(outcome: dict[str, Any]) -> None:
-    if not outcome.get("ok") and "issues" not in outcome:
+    if not outcome.get("ok") and "issues" not in outcome and "problems" not in outcome:
         error = outcome["error"]
         # "[code]" must be escaped too, or rich takes it for a markup tag and drops it.
         code = _escape(f"[{error['code']}]")
@@ -85,9 +85,31 @@ def _describe(value: dict[str, Any]) -> str:
 
 
 def _index(outcome: dict[str, Any]) -> None:
+    rebuilt = outcome.get("rebuilt")
+    if rebuilt:
+        _out.print(f"[yellow]rebuilt[/] the index from scratch ({rebuilt.replace('_', ' ')})")
     _out.print(f"index [green]{outcome['mode']}[/]: {outcome['documents']} documents "
                f"(+{outcome['added']} ~{outcome['changed']} -{outcome['deleted']}, "
                f"{outcome['unchanged']} unchanged) in {outcome['seconds']:.2f} s")
+    _problems(outcome)
+
+
+# Enough lines to act on; the full list is always in --json.
+_PROBLEM_LINES = 50
+
+
+def _problems(outcome: dict[str, Any]) -> None:
+    """One line per problem (level, code, path, reason), then what was left out."""
+    problems = outcome["problems"]
+    for problem in problems[:_PROBLEM_LINES]:
+        style = "red" if problem["level"] == "error" else "yellow"
+        _out.print(f"  [{style}]{problem['level']}[/] {problem['code']} "
+                   f"{_escape(problem['path'])}: {_escape(problem['message'])}")
+    if len(problems) > _PROBLEM_LINES:
+        _out.print(f"  ... and {len(problems) - _PROBLEM_LINES} more (see --json)")
+    if outcome["quarantined"]:
+        _out.print(f"[yellow]{outcome['quarantined']} document(s) left out of the index[/] "
+                   "until their errors are fixed; 'memory-forest validate ROOT' checks them")
 
 
 def _results(outcome: dict[str, Any]) -> None:
@@ -156,9 +178,7 @@ def _maintain(outcome: dict[str, Any]) -> None:
         mark = "[green]ok[/]" if step["ok"] else "[red]failed[/]"
         counts = ", ".join(f"{k} {v}" for k, v in step.items() if k not in ("ok", "duration_ms"))
         _out.print(f"{name:<9} {mark} {step['duration_ms']:>6} ms  {_escape(counts)}")
-    for issue in outcome["issues"]:
-        _out.print(f"  {issue['level']} {issue['code']} {_escape(issue['path'])}: "
-                   f"{_escape(issue['message'])}")
+    _problems(outcome)
     if outcome["ok"]:
         _out.print(f"maintain [green]ok[/] in {outcome['duration_ms']} ms")
     else:
@@ -237,9 +257,17 @@ def _structured_context(outcome: dict[str, Any]) -> None:
 
 def _doctor_extra(outcome: dict[str, Any]) -> None:
     _doctor(outcome)
+    walk = outcome.get("walk", {})
+    if walk.get("ignored"):
+        _out.print(f"ignored: {walk['ignored']} editor or OS debris file(s)")
     repair = outcome.get("repair")
     if repair:
-        _out.print(f"repair: journal {repair['journal']['action']}")
+        _out.print(f"repair: journal {repair['journal']['action']}, "
+                   f"{len(repair['modes'])} mode(s) restored")
+        for item in repair["modes"]:
+            _out.print(f"  {_escape(item['path'])}: {item['was']} -> {item['now']}")
+        for item in repair["modes_failed"]:
+            _out.print(f"  [red]not repaired[/] {_escape(item['path'])} ({item['code']})")
 
 
 def _generic(outcome: dict[str, Any]) -> None:

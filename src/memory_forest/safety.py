@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import ForestError
+from .ignore import IGNORED_ROOT_DIRS, is_debris
 from .issues import Issue
-from .layers import IGNORED_ROOT_DIRS
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -55,13 +55,16 @@ class Walk:
         self.dirs: list[str] = []
         self.issues: list[Issue] = []
         self.total_bytes = 0
+        self.ignored = 0  # editor and OS debris skipped by name
 
 
 def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
     """List every file and directory under ``root`` without following anything.
 
     Symlinks and special files become issues and are never opened. The tool
-    and editor directories at the root are skipped entirely. Crossing a
+    and editor directories at the root are skipped entirely, and so is editor
+    and OS debris anywhere (``ignore.is_debris``; counted, never stat'ed or
+    reported). Crossing a
     count, depth or byte limit fails closed with ``limit_exceeded``.
 
     ``under`` (a relative directory, e.g. one layer) limits the walk to that
@@ -82,6 +85,9 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
             continue
         for entry in entries:
             if not rel_dir and entry.name in IGNORED_ROOT_DIRS:
+                continue
+            if is_debris(entry.name):
+                result.ignored += 1
                 continue
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             st = entry.stat(follow_symlinks=False)

@@ -46,7 +46,7 @@ def _missing_parents(snap: Snapshot) -> list[Issue]:
     issues = []
     for path, route in snap.routes.items():
         parent = route.parent_path
-        if parent and parent not in snap.routes:
+        if parent and parent not in snap.routes and parent not in snap.unread:
             issues.append(Issue(path, "parent_missing", f"its parent '{parent}' does not exist"))
     return issues
 

@@ -9,7 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from forestkit import INDEX, canonical_state, mode_of, new_forest, set_meta, skeleton, write_file
+from forestkit import (
+    INDEX,
+    canonical_state,
+    index_rows,
+    mode_of,
+    new_forest,
+    set_meta,
+    skeleton,
+    write_file,
+)
 
 from memory_forest import operations
 
@@ -88,21 +97,23 @@ def test_index_fails_at_once_while_the_lock_is_held(forest):
     assert lock.is_dir() and (forest / INDEX).read_bytes() == before
 
 
-def test_blocked_index_exits_nonzero_and_keeps_the_old_index(forest):
-    before = (forest / INDEX).read_bytes()
+def test_a_wide_mode_is_indexed_with_a_warning(forest):
     os.chmod(forest / KIMCHI, 0o644)
     code, outcome, _ = run_json("index", str(forest))
-    assert code == 1 and outcome["error"]["code"] == "index_blocked"
-    assert (forest / INDEX).read_bytes() == before
+    assert code == 0 and outcome["ok"] and outcome["quarantined"] == 0
+    assert outcome["problems"] == [{"path": KIMCHI, "code": "mode_file_not_private",
+                                    "message": "mode is 0644, must be 0600",
+                                    "level": "warning"}]
+    assert KIMCHI in {row[0] for row in index_rows(forest)[0]}
 
 
-def test_schema_mismatch_names_the_full_rebuild_and_full_repairs(forest):
+def test_schema_mismatch_names_the_rebuild_and_index_does_it(forest):
     set_meta(forest, "schema_version", "999")
-    for args in (("retrieve", str(forest), "kimchi"), ("index", str(forest))):
-        code, outcome, _ = run_json(*args)
-        assert code == 1 and outcome["error"]["code"] == "index_schema_mismatch", args
-        assert "index ROOT --full" in outcome["error"]["message"]
-    assert run_json("index", str(forest), "--full")[0] == 0
+    code, outcome, _ = run_json("retrieve", str(forest), "kimchi")
+    assert code == 1 and outcome["error"]["code"] == "index_schema_mismatch"
+    assert "'memory-forest index ROOT'" in outcome["error"]["message"]
+    code, outcome, _ = run_json("index", str(forest))
+    assert code == 0 and outcome["rebuilt"] == "schema_mismatch"
     code, outcome, _ = run_json("retrieve", str(forest), "kimchi")
     assert code == 0 and outcome["trails"][0]["nodes"][-1]["path"] == KIMCHI
 
@@ -248,11 +259,13 @@ def test_doctor_reports_the_index_state(tmp_path):
     root = skeleton(tmp_path, {"t": {"b": {"l": "Body."}}})
     assert run_json("doctor", str(root))[1]["index"] == {"state": "absent"}
     operations.index(root)
-    assert run_json("doctor", str(root))[1]["index"] == {"state": "current", "documents": 4}
+    assert run_json("doctor", str(root))[1]["index"] == {"state": "current", "documents": 4,
+                                                         "quarantined": 0}
     write_file(root, "04 stm/t/b/l.md", (root / "04 stm/t/b/l.md").read_bytes() + b"More.\n")
     code, outcome, _ = run_json("doctor", str(root))
     assert code == 0
-    assert outcome["index"] == {"state": "stale", "changed": 1, "deleted": 0, "documents": 4}
+    assert outcome["index"] == {"state": "stale", "changed": 1, "deleted": 0, "documents": 4,
+                                "quarantined": 0}
 
 
 # --- the lean per-turn path ------------------------------------------------------------------

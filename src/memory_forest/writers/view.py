@@ -25,6 +25,7 @@ from .. import index
 from ..config import Config, load_config
 from ..documents import Facts, read_facts, sha256_hex
 from ..errors import ForestError
+from ..ignore import is_debris
 from ..layers import BY_KEY, LAYERS
 from ..routes import parse_route
 from ..safety import read_regular, walk
@@ -92,11 +93,14 @@ class View:
             return False
 
     def listdir(self, rel_dir: str) -> list[str]:
-        """Names in a directory of the forest (regular files and directories only)."""
+        """Names in a directory of the forest (regular files and directories only).
+
+        Editor and OS debris is left out, as the walk leaves it out.
+        """
         try:
             with os.scandir(self.root / rel_dir) as entries:
-                return sorted(e.name for e in entries
-                              if not stat.S_ISLNK(e.stat(follow_symlinks=False).st_mode))
+                return sorted(e.name for e in entries if not is_debris(e.name)
+                              and not stat.S_ISLNK(e.stat(follow_symlinks=False).st_mode))
         except (FileNotFoundError, NotADirectoryError):
             return []
 

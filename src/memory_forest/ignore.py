@@ -1,0 +1,32 @@
+"""What the forest never reads: tool directories at the root and editor or OS debris.
+
+Ground level, no imports of our own: the walk (``safety``), the writers'
+directory listings and everything above them ask this one predicate, so a
+name is ignored everywhere or nowhere.
+"""
+
+from __future__ import annotations
+
+# Tool and editor directories at the root: never followed, never written.
+IGNORED_ROOT_DIRS = frozenset({".obsidian", ".git", ".trash"})
+
+# Files that editors and operating systems drop beside the ones a person edits.
+_DEBRIS_NAMES = frozenset({".ds_store", "thumbs.db", "desktop.ini"})
+
+
+def is_debris(name: str) -> bool:
+    """True for editor swap, backup and lock files and OS folder metadata.
+
+    vim ``.x.swp``/``.x.swo``, backups ``x~``, Emacs locks ``.#x`` and
+    autosaves ``#x#``, LibreOffice locks ``.~lock.x#``, other programs'
+    ``x.tmp``, and ``.DS_Store``, ``Thumbs.db``, ``desktop.ini`` (in any case:
+    the systems that write them ignore case). Decided by the name alone, so a
+    debris symlink (an Emacs lock is one) is skipped before anything follows it.
+    """
+    if name.lower() in _DEBRIS_NAMES:
+        return True
+    if name.startswith(".") and name[1:].endswith((".swp", ".swo")):
+        return True
+    if name.endswith(("~", ".tmp")) or name.startswith(".#"):
+        return True
+    return len(name) > 1 and name.startswith(("#", ".~lock.")) and name.endswith("#")

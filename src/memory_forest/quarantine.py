@@ -1,0 +1,73 @@
+"""Sorting what validate and audit found into what blocks, what is left out, what is noted.
+
+Indexing is forgiving about what it reads: a problem in one file is that
+file's problem. Only a fault of the forest as a whole stops a build; a
+document with an error-level issue is quarantined (left out of the index and
+reported with its path); everything else is indexed, its warnings reported.
+``validate`` and ``audit`` stay strict and never go through here.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .errors import ForestError
+from .issues import ERROR, WARNING, Issue
+
+# A wide mode is repairable ('doctor --repair') and says nothing about the content.
+MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
+# Faults no quarantine can route around: the index would describe a different forest.
+FOREST_FAULTS = frozenset({"layer_missing"})
+
+
+class Triage(NamedTuple):
+    problems: list[Issue]  # every finding, sorted; modes demoted to warnings
+    quarantined: frozenset[str]  # paths kept out of the index
+
+    def by_path(self) -> dict[str, list[Issue]]:
+        found: dict[str, list[Issue]] = {}
+        for issue in self.problems:
+            found.setdefault(issue.path, []).append(issue)
+        return found
+
+    def counts(self) -> dict[str, int]:
+        errors = sum(1 for issue in self.problems if issue.level == ERROR)
+        return {"errors": errors, "warnings": len(self.problems) - errors,
+                "quarantined": len(self.quarantined)}
+
+    def fields(self) -> dict[str, object]:
+        """What ``index`` and ``maintain`` report: the problem list and the quarantine count."""
+        return {"problems": [issue.to_dict() for issue in self.problems],
+                "quarantined": len(self.quarantined)}
+
+
+def for_indexing(issues: list[Issue]) -> list[Issue]:
+    """Issues as indexing grades them: a wide mode is a warning, not an error."""
+    return sorted({issue._replace(level=WARNING) if issue.code in MODE_CODES else issue
+                   for issue in issues})
+
+
+def triage(issues: list[Issue], dirs: list[str]) -> Triage:
+    """Raise on a forest-level fault; otherwise name the paths to quarantine.
+
+    Every error-level issue on a file (or on a symlink or special file that
+    stands where a file would) quarantines that path. An error on a directory
+    is reported but quarantines nothing itself: the files under a badly
+    shaped directory carry their own route errors.
+    """
+    problems = for_indexing(issues)
+    faults = [issue for issue in problems if _is_forest_fault(issue)]
+    if faults:
+        first = faults[0]
+        raise ForestError(first.code, f"{first.path}: {first.message}; the forest cannot be "
+                          "indexed until this is fixed",
+                          {"issues": [issue.to_dict() for issue in faults]})
+    folders = set(dirs)
+    quarantined = frozenset(issue.path for issue in problems if issue.level == ERROR
+                            and issue.path != "." and issue.path not in folders)
+    return Triage(problems, quarantined)
+
+
+def _is_forest_fault(issue: Issue) -> bool:
+    # The root itself unreadable leaves nothing to index; its mode alone is repairable.
+    return issue.level == ERROR and (issue.code in FOREST_FAULTS or issue.path == ".")

@@ -1,0 +1,226 @@
+"""Ordinary use never blocks: debris is ignored, wide modes are repairable, one broken
+file is that file's problem. Through the real CLI, on a real forest."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from forestkit import index_rows, write_file
+
+from memory_forest.ignore import is_debris
+from memory_forest.safety import walk
+
+KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+BRANCH_DIR = "04 stm/kitchen/fermentation"
+
+# One of each kind an editor or an OS leaves beside a note.
+DEBRIS = (".x.md.swp", ".x.md.swo", "x.md~", "#x.md#", ".DS_Store", "Thumbs.db",
+          "desktop.ini", "x.md.tmp", ".~lock.x.md#")
+LAYER_DIRS = ("00 life_archive", "01 xltm", "02 ltm", "03 mtm", "03 mtm/kitchen", "04 stm",
+              "04 stm/kitchen", BRANCH_DIR, "05 daily", "06 istm", ".")
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def scatter_debris(root: Path) -> int:
+    """Debris in every layer, at every depth; the Emacs lock is a dangling symlink, as
+    Emacs makes it. Returns how many entries were made."""
+    made = 0
+    for folder in LAYER_DIRS:
+        for name in DEBRIS:
+            path = root / folder / name
+            path.write_bytes(b"\x00 not markdown, not UTF-8: \xff\n")
+            os.chmod(path, 0o644)  # wide, too: debris is never even looked at
+            made += 1
+        os.symlink("/nonexistent/user@host.1234", root / folder / ".#x.md")
+        made += 1
+    return made
+
+
+# --- debris --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [*DEBRIS, ".#x.md", "THUMBS.DB", "notes.md~"])
+def test_debris_names(name):
+    assert is_debris(name)
+
+
+@pytest.mark.parametrize("name", ["x.md", "kimchi.md", "events.jsonl", "#", "a#b.md",
+                                  "swp.md", ".swp", "tmp.md", "XLTM.md", "x.md.bak"])
+def test_ordinary_names_are_not_debris(name):
+    assert not is_debris(name)
+
+
+def test_debris_in_every_layer_is_ignored_everywhere(example_forest, tmp_path):
+    root = example_forest
+    made = scatter_debris(root)
+    for command in ("validate", "audit"):
+        result = run_cli("--json", command, root)
+        assert result.code == 0, result.stdout
+        assert result.json()["issues"] == []
+    indexed = run_cli("--json", "index", root)
+    assert indexed.code == 0 and indexed.json()["problems"] == []
+    assert indexed.json()["documents"] == 12
+    maintained = run_cli("--json", "maintain", root, "--verify-all")
+    assert maintained.code == 0 and maintained.json()["ok"], maintained.stdout
+    doctor = run_cli("--json", "doctor", root).json()
+    assert doctor["walk"]["ignored"] == made and doctor["walk"]["issues"] == 0
+    assert doctor["index"]["state"] == "current"
+    browsed = run_cli("--json", "browse", root, "--out", tmp_path / "site")
+    assert browsed.code == 0, browsed.stdout + browsed.stderr
+    assert browsed.json()["issues"] == {"errors": 0, "warnings": 0}
+    # A writer lists the branch folder with the debris in it and does not stumble.
+    remembered = run_cli("--json", "remember", root, "--tree", "kitchen", "--branch",
+                         "fermentation", "--leaf", "miso", "--title", "Miso",
+                         "--content", "Miso needs six months.")
+    assert remembered.code == 0, remembered.stdout + remembered.stderr
+    assert (root / BRANCH_DIR / ".x.md.swp").read_bytes().startswith(b"\x00")  # untouched
+    assert mode(root / BRANCH_DIR / ".x.md.swp") == 0o644
+
+
+def test_the_walk_never_looks_behind_a_debris_name(tmp_path):
+    root = tmp_path / "r"
+    os.mkdir(root, 0o700)
+    os.mkfifo(root / "x.tmp")  # a FIFO: stat'ing is fine, opening would block
+    os.symlink("/etc/passwd", root / "notes.md~")
+    listing = walk(root, {"max_dirs": 10, "max_depth": 5, "max_files": 10,
+                          "max_total_bytes": 10, "max_file_bytes": 10})
+    assert (listing.files, listing.issues, listing.ignored) == ([], [], 2)
+
+
+# --- modes ---------------------------------------------------------------------------------
+
+
+def test_a_wide_mode_is_a_warning_for_index_an_error_for_validate_and_repair_fixes_it(
+        example_forest, tmp_path):
+    root = example_forest
+    os.chmod(root / KIMCHI, 0o644)
+    os.chmod(root / BRANCH_DIR, 0o755)
+    outside = tmp_path / "outside.md"
+    outside.write_text("not ours\n", encoding="utf-8")
+    os.chmod(outside, 0o644)
+    os.symlink(outside, root / "04 stm/kitchen/link.md")  # never followed, never chmod'ed
+
+    indexed = run_cli("--json", "index", root)
+    assert indexed.code == 0
+    warnings = {(p["path"], p["code"]) for p in indexed.json()["problems"]
+                if p["level"] == "warning"}
+    assert warnings == {(KIMCHI, "mode_file_not_private"), (BRANCH_DIR, "mode_dir_not_private")}
+    assert KIMCHI in {row[0] for row in index_rows(root)[0]}
+    assert run_cli("validate", root).code == 1
+
+    repaired = run_cli("--json", "doctor", root, "--repair")
+    assert repaired.code == 0, repaired.stdout + repaired.stderr
+    assert repaired.json()["repair"]["modes"] == [
+        {"path": BRANCH_DIR, "was": "0755", "now": "0700"},
+        {"path": KIMCHI, "was": "0644", "now": "0600"}]
+    assert mode(root / KIMCHI) == 0o600 and mode(root / BRANCH_DIR) == 0o700
+    assert mode(outside) == 0o644
+    os.unlink(root / "04 stm/kitchen/link.md")
+    assert run_cli("validate", root).code == 0
+    again = run_cli("--json", "doctor", root, "--repair").json()["repair"]
+    assert again["modes"] == [] and again["modes_failed"] == []
+
+
+def test_repair_covers_the_root_and_the_state_directory(example_forest):
+    root = example_forest
+    os.chmod(root, 0o755)
+    os.chmod(root / ".memory-forest", 0o750)
+    os.chmod(root / ".memory-forest/forest.json", 0o644)
+    human = run_cli("doctor", root, "--repair")
+    assert human.code == 0
+    assert "repair: journal none, 3 mode(s) restored" in human.stdout
+    assert ".memory-forest/forest.json: 0644 -> 0600" in human.stdout
+    assert (mode(root), mode(root / ".memory-forest")) == (0o700, 0o700)
+    assert mode(root / ".memory-forest/forest.json") == 0o600
+
+
+# --- quarantine through the CLI -------------------------------------------------------------
+
+
+def test_human_index_lists_each_problem_and_what_was_left_out(example_forest):
+    root = example_forest
+    write_file(root, "04 stm/kitchen/fermentation/bad.md", b"---\ntitle: [oops\n---\n# Bad\n")
+    leaf = root / KIMCHI
+    write_file(root, KIMCHI, leaf.read_bytes() + b"\nSee [[04 stm/kitchen/fermentation/bad]]\n")
+    done = run_cli("index", root)
+    assert done.code == 0, done.stdout + done.stderr
+    assert "frontmatter_invalid 04 stm/kitchen/fermentation/bad.md" in done.stdout
+    assert f"link_lateral {KIMCHI}: line" in done.stdout
+    assert "2 document(s) left out of the index" in done.stdout
+    status = run_cli("--json", "status", root).json()
+    assert status["ready"] is True and status["index"]["quarantined"] == 2
+    assert "2 document(s) are left out" in status["next_step"]
+
+
+def test_maintain_with_problems_exits_3_and_says_how_many(example_forest):
+    root = example_forest
+    write_file(root, "04 stm/kitchen/fermentation/bad.md", b"---\ntitle: [oops\n---\n# Bad\n")
+    as_json = run_cli("--json", "maintain", root)
+    assert as_json.code == 3
+    outcome = as_json.json()
+    assert outcome["error"]["code"] == "maintain_problems" and outcome["quarantined"] == 1
+    human = run_cli("maintain", root)
+    assert human.code == 3
+    assert "frontmatter_invalid 04 stm/kitchen/fermentation/bad.md" in human.stdout
+    assert "1 document(s) left out of the index" in human.stdout
+    assert "[maintain_problems]" in human.stderr and "Traceback" not in human.stderr
+
+
+def test_a_missing_config_is_a_warning_and_indexing_goes_on(example_forest):
+    os.unlink(example_forest / ".memory-forest/forest.json")
+    done = run_cli("--json", "index", example_forest)
+    assert done.code == 0
+    assert [(p["code"], p["level"]) for p in done.json()["problems"]] == [
+        ("config_missing", "warning")]
+
+
+def test_a_missing_layer_blocks_with_its_own_code(example_forest):
+    shutil.rmtree(example_forest / "06 istm")
+    done = run_cli("--json", "index", example_forest)
+    assert done.code == 1
+    error = done.json()["error"]
+    assert error["code"] == "layer_missing"
+    assert error["details"]["issues"][0]["path"] == "06 istm"
+
+
+def test_a_symlinked_parent_is_quarantined_and_its_children_are_not(example_forest, tmp_path):
+    root = example_forest
+    branch = root / "03 mtm/kitchen/fermentation.md"
+    outside = tmp_path / "fermentation.md"
+    outside.write_bytes(branch.read_bytes())
+    branch.unlink()
+    branch.symlink_to(outside)
+    indexed = run_cli("--json", "index", root)
+    assert indexed.code == 0
+    outcome = indexed.json()
+    assert [(p["path"], p["code"]) for p in outcome["problems"]] == [
+        ("03 mtm/kitchen/fermentation.md", "symlink")]
+    assert outcome["quarantined"] == 1 and outcome["documents"] == 11
+    assert KIMCHI in {row[0] for row in index_rows(root)[0]}
+    audited = run_cli("--json", "audit", root).json()
+    assert {issue["path"] for issue in audited["issues"]} == {"03 mtm/kitchen/fermentation.md"}
+
+
+def test_an_index_from_before_the_quarantine_table_is_read_and_completed(example_forest):
+    root = example_forest
+    assert run_cli("index", root).code == 0
+    con = sqlite3.connect(root / ".memory-forest/index.sqlite3")
+    with con:
+        con.execute("DROP TABLE quarantine")
+    con.close()
+    assert run_cli("--json", "doctor", root).json()["index"]["state"] == "current"
+    write_file(root, "04 stm/kitchen/fermentation/bad.md", b"---\ntitle: [oops\n---\n# Bad\n")
+    done = run_cli("--json", "index", root)
+    assert done.code == 0 and done.json()["mode"] == "incremental"
+    assert done.json()["quarantined"] == 1
+    index = run_cli("--json", "doctor", root).json()["index"]
+    assert (index["state"], index["quarantined"]) == ("current", 1)
