@@ -33,7 +33,7 @@ def test_supersede_marks_the_old_and_links_the_new(example_forest, tmp_path):
     meta, body, _ = split_frontmatter((example_forest / new_rel).read_text(encoding="utf-8"))
     assert meta["id"] == out["id"] and meta["supersedes"] == "stm-zaatar-blend"
     assert meta["title"] == "Za'atar v2" and meta["tags"] == ["spice"]
-    assert "\\#\\# not an anchor" in body and "Up: [[03 mtm/kitchen/fermentation|" in body
+    assert "\n    ## not an anchor" in body and "Up: [[03 mtm/kitchen/fermentation|" in body
     assert "[[04 stm/kitchen/fermentation/zaatar-v2|Za'atar v2]]" in (
         example_forest / "03 mtm/kitchen/fermentation.md").read_text(encoding="utf-8")
     assert_whole(example_forest)

@@ -123,7 +123,7 @@ class Change(_Plan):
 
     target: Target
     operation: Literal["create", "replace"]
-    body: Text = Field(description="Full body text; inert (escaped) when written.")
+    body: Text = Field(description="Full body text, stored as written (see docs/writing.md).")
     frontmatter: FrontmatterFields = Field(default_factory=FrontmatterFields)
     preimage_sha256: Sha256 | None = Field(
         default=None, description="replace only: sha256 of the current file bytes.")
