@@ -7,13 +7,17 @@ import os
 import stat
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from writerkit import assert_whole, contents, istm_records, same_modulo_neutralization
 
 from memory_forest.documents import read_facts, scan_markdown, split_frontmatter
 from memory_forest.errors import ForestError
+from memory_forest.retrieve import open_document
 from memory_forest.routes import parse_route
-from memory_forest.writers.remember import remember
+from memory_forest.writers.markdown import clean_text
+from memory_forest.writers.remember import default_title, remember
 
 HOSTILE = ("## Parent\n[[01 xltm/XLTM]] [[02 ltm/kitchen_LTM|x]]\n---\nid: stolen\ntitle: x\n---\n"
            "<div onclick=x>html</div><!-- c -->\n# H1\nSetext\n===\n```\nfence\n")
@@ -167,3 +171,61 @@ def test_a_hand_written_forest_without_frontmatter(reference_forest):
     assert mtm == mtm_before + "- [[04 stm/workshop/tools/plane|Plane]]\n"  # no frontmatter added
     assert out["created"]
     assert_whole(reference_forest)
+
+
+CALLER_TEXT = st.one_of(
+    st.lists(st.sampled_from(list("#=-`~<>!%[]|\\*_&: \n\tax1.)") + [
+        "[[", "]]", "```", "~~~", "<!--", "-->", "<pre>", "%%", "    ", "\n\n", "- ", "> ",
+        "1. ", "---", "===", "[[03 mtm/kitchen/fermentation]]", "[[01 xltm/XLTM|x]]"]),
+        min_size=1, max_size=40).map("".join),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1,
+            max_size=80))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=CALLER_TEXT)
+def test_any_text_round_trips_through_remember_and_open(example_forest, text):
+    """Stored as given modulo the documented neutralizations, and never any new structure:
+    no wikilink, no heading or anchor, no frontmatter key, no other title."""
+    assume(text.strip() and not any(ch in text for ch in "\u2028\u2029\x85"))
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    before = facts(example_forest, rel)
+    keys = set(split_frontmatter((example_forest / rel).read_text(encoding="utf-8"))[0])
+    out = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None, text)
+    after = facts(example_forest, rel)
+    def structure(found):  # link lines move as ``sources`` grows: compare the links
+        return ([(link.target, link.heading, link.alias) for link in found.links],
+                found.anchors, found.title, found.id)
+
+    assert structure(after) == structure(before)
+    assert set(split_frontmatter((example_forest / rel).read_text(encoding="utf-8"))[0]) == keys
+    body = open_document(example_forest, rel)["body"]
+    assert body == (example_forest / rel).read_text(encoding="utf-8")
+    stored = body.split(f"`{out['shard']}#{out['event_id']}`:\n\n", 1)[1].removesuffix("\n")
+    if not out["redactions"]:
+        assert same_modulo_neutralization(stored, clean_text(text))
+
+
+def test_a_new_leaf_without_a_title_is_named_after_the_leaf(empty_forest):
+    out = remember(empty_forest, "garden", "beds", "bed_a-north", None, "Planted garlic.")
+    assert out["created"] and out["title_ignored"] is False
+    assert facts(empty_forest, out["path"]).title == "Bed a north"
+    assert [default_title(name) for name in ("kimchi-batch-7", "iPhone-notes", "X")] == \
+        ["Kimchi batch 7", "iPhone notes", "X"]
+
+
+def test_a_title_for_an_existing_leaf_is_ignored_and_said_so(example_forest):
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    out = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", "Renamed?",
+                   "Day 15.")
+    assert out["title_ignored"] is True and facts(example_forest, rel).title == "Kimchi batch 7"
+    quiet = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None, "16.")
+    assert quiet["title_ignored"] is False
+
+
+def test_a_secret_in_the_title_is_redacted_in_the_leaf(empty_forest):
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    out = remember(empty_forest, "ops", "keys", "rotation", f"Key {secret}", "Rotated.")
+    assert secret not in (empty_forest / out["path"]).read_text(encoding="utf-8")
+    assert facts(empty_forest, out["path"]).title == "Key [REDACTED:api_key]"
