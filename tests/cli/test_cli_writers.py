@@ -221,3 +221,17 @@ def test_a_rewrite_restores_a_wide_mode_and_says_so(example_forest):
     assert human.code == 0, human.stderr
     assert f"mode restored {rel} was wider than 0600, now 0600" in human.stdout
     assert (example_forest / rel).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_failure_lists_at_most_twenty_issues_escaped(capsys):
+    from memory_forest.edge import failure
+    from memory_forest.render import render
+
+    issues = [{"path": f"04 stm/t/b/[bold]leaf-{n}\x1b[2J.md", "code": "link_lateral",
+               "message": "links within the same layer", "level": "error"} for n in range(25)]
+    render(failure("index", {"code": "index_blocked", "message": "fix the issues",
+                             "details": {"issues": issues, "summary": {"errors": 30}}}))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "error [index_blocked] fix the issues"
+    assert len(lines) == 22 and lines[-1] == "  ... 10 more"
+    assert lines[1] == "  04 stm/t/b/[bold]leaf-0\\x1b[2J.md  link_lateral  links within the same layer"
