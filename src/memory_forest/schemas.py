@@ -261,6 +261,8 @@ class WriteResult(Result):
     committed_at: str
     touched: list[Touched]
     created_dirs: list[str]
+    modes_restored: list[str] = Field(default_factory=list, description="Replaced files whose "
+                                      "mode was wider than 0600; the write made them 0600.")
     check: dict[str, Any] = Field(description="validate and audit summaries of the checked "
                                   "neighbourhood of the write.")
     index: dict[str, Any] = Field(description="The index update of the touched paths.")

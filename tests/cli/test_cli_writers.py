@@ -234,4 +234,5 @@ def test_a_failure_lists_at_most_twenty_issues_escaped(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "error [index_blocked] fix the issues"
     assert len(lines) == 22 and lines[-1] == "  ... 10 more"
-    assert lines[1] == "  04 stm/t/b/[bold]leaf-0\\x1b[2J.md  link_lateral  links within the same layer"
+    assert lines[1] == ("  04 stm/t/b/[bold]leaf-0\\x1b[2J.md  link_lateral  "
+                        "links within the same layer")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from writerkit import same_modulo_neutralization
 
 from memory_forest.documents import scan_markdown, split_frontmatter
 from memory_forest.errors import ForestError
 from memory_forest.writers import markdown as md
-from writerkit import same_modulo_neutralization
 
 HOSTILE = (
     "## Parent\n# Title takeover\n[[01 xltm/XLTM]] and [[02 ltm/kitchen_LTM|k]]\n"

@@ -108,7 +108,8 @@ def test_secrets_are_redacted_in_the_event_and_the_leaf(empty_forest):
     assert out["redactions"] == {"api_key": 1}
     for path in (out["path"], out["shard"]):
         assert secret not in (empty_forest / path).read_text(encoding="utf-8")
-    assert "the key [REDACTED:api_key] today." in (empty_forest / out["path"]).read_text(encoding="utf-8")
+    leaf = (empty_forest / out["path"]).read_text(encoding="utf-8")
+    assert "the key [REDACTED:api_key] today." in leaf  # the marker as stored, unescaped
 
 
 @pytest.mark.parametrize("kwargs, code", [

@@ -29,7 +29,6 @@ from ..layers import BY_KEY, LAYERS
 from ..routes import parse_route
 from ..safety import read_regular, walk
 
-
 _MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
 
 
