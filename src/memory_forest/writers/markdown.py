@@ -78,9 +78,10 @@ def neutralize(text: str) -> str:
        written ``\\%\\%`` (it would hide everything after it). If the index
        still finds a wikilink, every ``[[`` is escaped.
 
-    Leading and trailing blank lines are dropped; nothing else changes.
+    Line ends become LF (the parser counts a lone CR as one) and leading and
+    trailing blank lines are dropped; nothing else changes.
     """
-    lines = text.strip("\n").split("\n")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n").split("\n")
     for _ in range(_MAX_ROUNDS):
         marked = _structural_lines(lines)
         if not marked:
