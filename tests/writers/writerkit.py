@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,13 +66,16 @@ def daily_plan(txid: str, date: str, entries: list[dict[str, Any]]) -> dict[str,
 
 def same_modulo_neutralization(stored: str, original: str) -> bool:
     """Each stored line is its original line, indented by four spaces some times, with
-    ``[[`` written ``\\[\\[`` and ``%%`` written ``\\%\\%`` (the documented changes)."""
+    ``[[`` written ``\\[\\[`` and ``%%`` written ``\\%\\%`` (the documented changes).
+
+    Lines are compared without the backslashes before ``[`` and ``%``: those are the
+    only characters a neutralization adds inside a line."""
     stored_lines, original_lines = stored.split("\n"), original.strip("\n").split("\n")
     if len(stored_lines) != len(original_lines):
         return False
 
     def plain(line: str) -> str:
-        return line.replace("\\[\\[", "[[").replace("\\%\\%", "%%")
+        return re.sub(r"\\+(?=[\[%])", "", line)
 
     for line, want in zip(stored_lines, original_lines, strict=True):
         while plain(line) != plain(want) and line.startswith(INDENT):

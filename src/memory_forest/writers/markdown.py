@@ -44,7 +44,6 @@ _PROBE = "# end of caller text"
 _MAX_ROUNDS = 8
 _BACKTICKS = re.compile(r"`+")
 _WIKILINK_OPEN = re.compile(r"\[\[")
-_COMMENT = re.compile(r"%%")
 
 
 # --- caller text ----------------------------------------------------------------------------
@@ -155,10 +154,8 @@ def _neutralize_inline(lines: list[str], code: set[int]) -> str:
         else:
             chunks.append((prose, line))
     spans = [_code_spans(chunk) if prose else [] for prose, chunk in chunks]
-    comments = [(index, match.start()) for index, (prose, chunk) in enumerate(chunks) if prose
-                for match in _COMMENT.finditer(chunk)
-                if not _in_spans(match.start(), spans[index])
-                and not _escaped(chunk, match.start())]
+    comments = [(index, at) for index, (prose, chunk) in enumerate(chunks) if prose
+                for at in _openers(chunk, "%%", spans[index])]
     if len(comments) % 2:  # Obsidian pairs them in order: the last one opens for good
         index, at = comments[-1]
         chunk = chunks[index][1]
@@ -171,29 +168,43 @@ def _neutralize_inline(lines: list[str], code: set[int]) -> str:
 
 def _escape_links(chunk: str, spans: list[tuple[int, int]]) -> str:
     parts, last = [], 0
-    for match in _WIKILINK_OPEN.finditer(chunk):
-        if not _in_spans(match.start(), spans) and not _escaped(chunk, match.start()):
-            parts.append(chunk[last:match.start()] + "\\[\\[")
-            last = match.end()
+    for at in _openers(chunk, "[[", spans):
+        parts.append(chunk[last:at] + "\\[\\[")
+        last = at + 2
     return "".join(parts) + chunk[last:]
+
+
+def _openers(chunk: str, pair: str, spans: list[tuple[int, int]]) -> list[int]:
+    """Where ``pair`` starts outside code spans, its first character not escaped.
+
+    After an escaped character the search goes on from the next one: in ``\\[[[x]]``
+    the escaped ``[`` opens nothing but the two after it do.
+    """
+    found, at = [], chunk.find(pair)
+    while at != -1:
+        if _escaped(chunk, at) or _in_spans(at, spans):
+            at = chunk.find(pair, at + 1)
+        else:
+            found.append(at)
+            at = chunk.find(pair, at + 2)
+    return found
 
 
 def _code_spans(chunk: str) -> list[tuple[int, int]]:
     """(start, end) of each backtick code span, by CommonMark's pairing rule.
 
     A backtick string opens a span that the next string of the same length
-    closes; a backslash before a string escapes its first backtick.
+    closes. A backslash before an opening string escapes its first backtick; in
+    a span backslashes are literal, so a closing string may follow one.
     """
-    runs = []
-    for match in _BACKTICKS.finditer(chunk):
-        start, end = match.span()
-        if _escaped(chunk, start):
-            start += 1
-        if start < end:
-            runs.append((start, end))
+    runs = [match.span() for match in _BACKTICKS.finditer(chunk)]
     spans, index = [], 0
     while index < len(runs):
         start, end = runs[index]
+        start += _escaped(chunk, start)
+        if start == end:
+            index += 1
+            continue
         closer = next((j for j in range(index + 1, len(runs))
                        if runs[j][1] - runs[j][0] == end - start), None)
         if closer is None:
