@@ -83,6 +83,17 @@ def test_wikilinks_are_escaped_outside_code_only():
         "![[embed", "!\\[\\[embed")
 
 
+@pytest.mark.parametrize("text, stored", [
+    ("\\[[x]]", "\\[[x]]"),  # already no link: the escaped bracket opens nothing
+    ("\\[[[x]]", "\\[\\[\\[x]]"),  # but the two brackets after it do
+    ("`a\\` [[x]]", "`a\\` \\[\\[x]]"),  # a code span may close after a backslash
+    ("\\`[[x]]`", "\\`\\[\\[x]]`"),  # an escaped backtick opens no span
+])
+def test_escapes_already_in_the_text_are_respected(text, stored):
+    assert md.neutralize(text) == stored
+    assert scan_markdown(stored)[1] == []
+
+
 def test_an_unpaired_obsidian_comment_is_escaped_and_pairs_are_kept():
     assert md.neutralize("a %%hidden%% b") == "a %%hidden%% b"
     assert md.neutralize("a %%x%% b %% c") == "a %%x%% b \\%\\% c"
