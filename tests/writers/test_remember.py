@@ -230,3 +230,21 @@ def test_a_secret_in_the_title_is_redacted_in_the_leaf(empty_forest):
     out = remember(empty_forest, "ops", "keys", "rotation", f"Key {secret}", "Rotated.")
     assert secret not in (empty_forest / out["path"]).read_text(encoding="utf-8")
     assert facts(empty_forest, out["path"]).title == "Key [REDACTED:api_key]"
+
+
+def test_a_wide_leaf_and_shard_are_rewritten_0600_and_the_receipt_says_so(example_forest):
+    from memory_forest import operations
+
+    operations.index(example_forest)
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    first = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None, "a")
+    assert first["modes_restored"] == []
+    for path in (rel, first["shard"]):  # an editor saved them 0644
+        (example_forest / path).chmod(0o644)
+    out = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None, "b")
+    assert out["modes_restored"] == sorted([rel, first["shard"]])
+    for path in (rel, first["shard"]):
+        assert stat.S_IMODE(os.lstat(example_forest / path).st_mode) == 0o600
+    stored = json.loads((example_forest / ".memory-forest/receipts"
+                         / f"{out['transaction_id']}.json").read_text(encoding="utf-8"))
+    assert stored["modes_restored"] == out["modes_restored"]
