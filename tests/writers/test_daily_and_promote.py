@@ -133,3 +133,16 @@ def test_a_summary_with_code_is_stored_and_promoted_whole(example_forest, tmp_pa
     assert f"Promoted from `05 daily/2026-11-30.md#d-code`:\n\n{stored}\n\nSources: " in leaf
     assert "## d-next" not in leaf and anchors(example_forest, out["path"]) == []
     assert_whole(example_forest)
+
+
+def test_secrets_in_a_summary_and_a_leaf_title_are_redacted(example_forest, tmp_path):
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    out = apply_daily(example_forest, write_json(tmp_path / "d.json", daily_plan(
+        "d-tx-key", "2026-11-30", [entry("d-key", summary=f"Rotated {secret} at 9.")])))
+    daily = (example_forest / out["path"]).read_text(encoding="utf-8")
+    assert out["redactions"] == {"api_key": 1} and secret not in daily
+    assert "Rotated [REDACTED:api_key] at 9." in daily
+    done = promote(example_forest, write_json(tmp_path / "p.json", promotion(
+        "p-key", ["d-key"], leaf="keys", title=f"Keys {secret}")))
+    assert done["redactions"] == {"api_key": 1}
+    assert secret not in (example_forest / done["path"]).read_text(encoding="utf-8")

@@ -56,6 +56,7 @@ def resolve_entries(stage: Stage, entry_ids: list[str]) -> dict[str, str]:
 
 def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("daily", source)
+    redactions = plans.redact_text(plan)
 
     def prepare(stage: Stage) -> None:
         events = stage.view.event_paths({rid for entry in plan.entries
@@ -83,7 +84,8 @@ def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, A
         else:
             stage.put(path, parents.touch(stage, text).rstrip("\n") + "\n\n" + block + "\n")
         stage.details.update({"path": path, "created": text is None,
-                              "entries": [entry.entry_id for entry in plan.entries]})
+                              "entries": [entry.entry_id for entry in plan.entries],
+                              "redactions": redactions})
 
     return run(root, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
                prepare, wait)

@@ -22,6 +22,7 @@ from .transaction import Stage, run
 
 def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("promotion", source)
+    redactions = plans.redact_text(plan)
     route = plan.route
 
     def prepare(stage: Stage) -> None:
@@ -44,7 +45,7 @@ def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
                                       pointers)
         stage.details.update({"path": path, "created": created, "dispositions": [
             {"entry_id": entry_id, "disposition": "promoted", "daily": daily[entry_id],
-             "target": path} for entry_id in plan.entry_ids]})
+             "target": path} for entry_id in plan.entry_ids], "redactions": redactions})
 
     return run(root, "promote", plan.model_dump(mode="json"), plan.transaction_id, prepare,
                wait)

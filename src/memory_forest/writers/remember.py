@@ -15,7 +15,7 @@ from typing import Any
 
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents
-from .capture import check_event, stage_events
+from .capture import check_event, redact, stage_events
 from .markdown import check_linkable, check_title, clean_text, neutralize
 from .receipts import now
 from .transaction import Stage, run
@@ -40,6 +40,10 @@ def default_title(leaf: str) -> str:
     if words[0].islower():
         words[0] = words[0][:1].upper() + words[0][1:]
     return " ".join(words)
+
+
+def _added(first: dict[str, int], second: dict[str, int]) -> dict[str, int]:
+    return {rule: first.get(rule, 0) + second.get(rule, 0) for rule in {*first, *second}}
 
 
 def remember_command(root: str | Path, tree: str, branch: str, leaf: str, title: str | None,
@@ -68,7 +72,8 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str | N
     for segment, what in ((tree, "tree"), (branch, "branch"), (leaf, "leaf")):
         check_linkable(segment, what)
     title = None if title is None else check_title(title)
-    titles = {path: check_title(value) for path, value in
+    found: dict[str, int] = {}  # redactions outside the event: parent titles and tags
+    titles = {path: redact(check_title(value), found) for path, value in
               ((ltm_path(tree), tree_title), (mtm_path(tree, branch), branch_title)) if value}
     content = clean_text(content)
     if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
@@ -76,7 +81,7 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str | N
 
         raise ForestError("content_too_large", f"content is at most {MAX_CONTENT_BYTES} bytes",
                           exit_code=2)
-    tags = [check_title(tag, "tag") for tag in tags or []]
+    tags = [redact(check_title(tag, "tag"), found) for tag in tags or []]
     path = stm_path(tree, branch, leaf)
     request = {"tree": tree, "branch": branch, "leaf": leaf, "title": title, "content": content,
                "source": source, "tree_title": tree_title, "branch_title": branch_title,
@@ -100,7 +105,8 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str | N
         leaf_title = payload.get("title") or default_title(leaf)
         created = parents.add_to_leaf(stage, path, leaf_title, block, titles, [pointer], tags)
         stage.details.update({"path": path, "created": created, "event_id": event_id,
-                              "shard": captured["shard"], "redactions": captured["redactions"],
+                              "shard": captured["shard"],
+                              "redactions": _added(captured["redactions"], found),
                               "title_ignored": title is not None and not created})
 
     return run(root, "remember", request, transaction_id, prepare, wait)

@@ -102,6 +102,7 @@ def target_path(target: Any) -> str:
 
 def apply_structured(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("structured", source)
+    redactions = plans.redact_text(plan)
 
     def prepare(stage: Stage) -> None:
         current = snapshot_sha256(stage.view.structured_hashes())
@@ -127,7 +128,7 @@ def apply_structured(root: str | Path, source: str, wait: float = 0.0) -> dict[s
                               "daily": daily[item.entry_id], "target": path}
                              for item in change.daily_entries]
         stage.details.update({"changes": sorted(applied, key=lambda item: item["change"]),
-                              "dispositions": dispositions})
+                              "dispositions": dispositions, "redactions": redactions})
 
     return run(root, "apply_structured", plan.model_dump(mode="json"), plan.transaction_id,
                prepare, wait)

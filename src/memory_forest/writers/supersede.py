@@ -68,8 +68,14 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
 
 def supersede(root: str | Path, old_id: str, file: str, transaction_id: str | None = None,
               wait: float = 0.0) -> dict[str, Any]:
+    from .capture import redact
+
     stem, meta, body = read_new_record(file)
     check_linkable(stem, "record")
+    redactions: dict[str, int] = {}
+    meta = {key: value if key == "sources" else redact(value, redactions)
+            for key, value in meta.items()}
+    body = redact(body, redactions)
     request = {"id": old_id, "name": stem, "frontmatter": meta, "body": body}
 
     def prepare(stage: Stage) -> None:
@@ -93,6 +99,7 @@ def supersede(root: str | Path, old_id: str, file: str, transaction_id: str | No
         sources = parents.checked_sources(stage, meta.get("sources") or [])
         parents.create(stage, path, meta["title"], neutralize(body), {}, new_id, supersedes=old_id,
                        sources=sources, tags=meta.get("tags"))
-        stage.details.update({"path": path, "superseded": old, "id": new_id})
+        stage.details.update({"path": path, "superseded": old, "id": new_id,
+                              "redactions": redactions})
 
     return run(root, "supersede", request, transaction_id, prepare, wait)
