@@ -251,9 +251,9 @@ def test_remember_then_retrieve_route_and_open_find_the_new_leaf(forest, tmp_pat
         assert body == (forest / leaf).read_text(encoding="utf-8")
         assert "Zymurgicsentinel brine is 5 percent." in body
         assert f"{done['shard']}#{done['event_id']}" in body  # the block cites its event
-        # The caller's Markdown is inert: no heading, link or fence of its own.
-        assert "\n## Parent" not in body and "\\#\\# Parent" in body
-        assert "\\[\\[01 xltm/XLTM\\]\\]" in body and "\n```" not in body
+        # The caller's text is stored as written, but adds no heading, link or fence.
+        assert "\n## Parent" not in body and "\n    ## Parent" in body
+        assert "\\[\\[01 xltm/XLTM]] <b>x</b>" in body and "\n```" not in body
         raw = await client.call("open", {"path": done["shard"], "allow_source_layers": True})
         event = json.loads(raw["body"].splitlines()[-1])
         assert event["event_id"] == done["event_id"] and event["kind"] == "remember"

@@ -357,8 +357,9 @@ def capture(
 Tree = Annotated[str, typer.Option(help="Tree (domain) name.", show_default=False)]
 Branch = Annotated[str, typer.Option(help="Branch name inside the tree.", show_default=False)]
 Leaf = Annotated[str, typer.Option(help="Leaf (STM record) name.", show_default=False)]
-LeafTitle = Annotated[str, typer.Option("--title", help="Title of the leaf when it is new.",
-                                        show_default=False)]
+LeafTitle = Annotated[str | None, typer.Option(
+    "--title", help="Title of the leaf when it is new (default: from its name); an existing "
+    "leaf keeps its own.", show_default=False)]
 Content = Annotated[str | None, typer.Option(help="The fact to remember.")]
 ContentFile = Annotated[str | None, typer.Option(
     "--file", "-f", help="Read the content from a file (- for stdin).")]
@@ -379,7 +380,7 @@ def remember(
     tree: Tree,
     branch: Branch,
     leaf: Leaf,
-    title: LeafTitle,
+    title: LeafTitle = None,
     content: Content = None,
     file: ContentFile = None,
     source: EventSource = "memory-forest",

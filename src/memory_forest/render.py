@@ -13,15 +13,35 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+MAX_LISTED_ISSUES = 20
+
+
 def render(outcome: dict[str, Any]) -> None:
     if not outcome.get("ok") and "issues" not in outcome and "problems" not in outcome:
-        error = outcome["error"]
-        # "[code]" must be escaped too, or rich takes it for a markup tag and drops it.
-        code = _escape(f"[{error['code']}]")
-        _err.print(f"[bold red]error[/] {code} {_escape(error['message'])}")
+        _failure(outcome["error"])
         return
     handler = _RENDERERS.get(outcome["operation"], _generic)
     handler(outcome)
+
+
+def _failure(error: dict[str, Any]) -> None:
+    """The error line, then the issues behind it (``write_invalid``, ``forest_invalid``,
+    ``layer_missing``...): without them the reader cannot tell what to fix."""
+    # "[code]" must be escaped too, or rich takes it for a markup tag and drops it.
+    code = _escape(f"[{error['code']}]")
+    _err.print(f"[bold red]error[/] {code} {_escape(error['message'])}")
+    details = error.get("details")
+    issues = details.get("issues") if isinstance(details, dict) else None
+    if not isinstance(issues, list):
+        return
+    listed = [issue for issue in issues if isinstance(issue, dict)][:MAX_LISTED_ISSUES]
+    for issue in listed:
+        _err.print(f"  {_escape(issue.get('path', '?'))}  {_escape(issue.get('code', '?'))}  "
+                   f"{_escape(issue.get('message', ''))}")
+    summary = details.get("summary")
+    total = max(len(issues), summary.get("errors", 0) if isinstance(summary, dict) else 0)
+    if total > len(listed):
+        _err.print(f"  ... {total - len(listed)} more")
 
 
 def _escape(text: str) -> str:
@@ -242,6 +262,10 @@ def _receipt(outcome: dict[str, Any]) -> None:
         _out.print(f"  [yellow]redacted[/] {listed}")
     for item in outcome.get("dispositions", []):
         _out.print(f"  {_escape(item['entry_id'])}: {item['disposition']}")
+    for path in outcome.get("modes_restored") or []:
+        _out.print(f"  [yellow]mode restored[/] {_escape(path)} was wider than 0600, now 0600")
+    if outcome.get("title_ignored"):
+        _out.print("  [yellow]title ignored[/]: the leaf exists and keeps its own title")
 
 
 def _structured_context(outcome: dict[str, Any]) -> None:

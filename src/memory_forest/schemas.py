@@ -150,12 +150,14 @@ class RememberArguments(Arguments):
                         json_schema_extra=_SEGMENT)
     leaf: str = Field(description="Leaf (STM record) name: '04 stm/<tree>/<branch>/<leaf>.md'. "
                       "An existing leaf gets the fact appended.", json_schema_extra=_SEGMENT)
-    title: str = Field(description="Title of the leaf when it is new (ignored for an existing "
-                       "leaf). One line.", json_schema_extra={"minLength": 1,
-                                                             "maxLength": MAX_TITLE})
-    content: str = Field(description="The fact to remember, as plain text (at most "
-                         f"{MAX_CONTENT_BYTES // 1024} KiB of UTF-8). Markdown in it is escaped "
-                         "and shows as written: it cannot add headings, links, HTML or "
+    title: str | None = Field(None, description="Title of the leaf when it is new; one line. "
+                              "Default: from the leaf's name. An existing leaf keeps its "
+                              "title (the result says title_ignored).",
+                              json_schema_extra={"minLength": 1, "maxLength": MAX_TITLE})
+    content: str = Field(description="The fact to remember (at most "
+                         f"{MAX_CONTENT_BYTES // 1024} KiB of UTF-8). Stored as written; only "
+                         "what would add structure is neutralized: a heading line is indented, "
+                         "'[[' is written '\\[\\['. It cannot add headings, wikilinks or "
                          "frontmatter.", json_schema_extra={"minLength": 1})
     source: str = Field("memory-forest", description="Who remembers: the ISTM event's source, "
                         "e.g. the agent's name.",
@@ -259,6 +261,8 @@ class WriteResult(Result):
     committed_at: str
     touched: list[Touched]
     created_dirs: list[str]
+    modes_restored: list[str] = Field(default_factory=list, description="Replaced files whose "
+                                      "mode was wider than 0600; the write made them 0600.")
     check: dict[str, Any] = Field(description="validate and audit summaries of the checked "
                                   "neighbourhood of the write.")
     index: dict[str, Any] = Field(description="The index update of the touched paths.")
@@ -284,6 +288,8 @@ class RememberResult(WriteResult):
     event_id: str
     shard: str = Field(description="The ISTM shard that holds the event.")
     redactions: dict[str, int] = Field(description="Redacted credentials per rule.")
+    title_ignored: bool = Field(False, description="True when a title was given for a leaf "
+                                "that exists: the leaf keeps its own.")
 
 
 # --- the gate receipt -----------------------------------------------------------------------

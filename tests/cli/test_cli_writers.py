@@ -157,3 +157,82 @@ def test_structured_context_human_output_keeps_lines_and_shows_controls(example_
     assert result.code == 0
     assert "\x1b" not in result.stdout and "clear \\x1b[2J screen" in result.stdout
     assert "\n# Kimchi batch 7\n" in result.stdout
+
+
+URL = "https://grafana.example/d/boiler?orgId=1&from=now-6h&to=now#panel-3"
+COMMAND = "`kubectl get pods -A | grep -v Running` shows 3% *pending*"
+
+
+def test_remembered_text_is_stored_verbatim_and_open_returns_it(example_forest):
+    content = f"Boiler dashboard: {URL}\n{COMMAND}\n"
+    done = run_cli("remember", example_forest, "--tree", "house", "--branch", "heating",
+                   "--leaf", "boiler", "--content", content, "--json")
+    assert done.code == 0, done.stdout + done.stderr
+    receipt = one_object(done.stdout)
+    leaf = receipt["path"]
+    grep = subprocess.run(["grep", "-F", "now-6h&to", str(example_forest / leaf)],
+                          capture_output=True, text=True)
+    assert grep.returncode == 0 and grep.stdout == f"Boiler dashboard: {URL}\n"
+    opened = one_object(run_cli("open", example_forest, leaf, "--json").stdout)
+    assert f"Boiler dashboard: {URL}\n{COMMAND}\n" in opened["body"]
+    human = run_cli("open", example_forest, leaf)
+    assert human.code == 0 and URL in human.stdout and COMMAND in human.stdout
+
+
+def test_remember_without_a_title_names_a_new_leaf_and_ignores_one_for_an_existing(
+        example_forest):
+    base = ("remember", example_forest, "--tree", "kitchen", "--branch", "fermentation")
+    new = one_object(run_cli(*base, "--leaf", "sour-dough_starter", "--content", "Fed.",
+                             "--json").stdout)
+    assert new["created"] is True and new["title_ignored"] is False
+    text = (example_forest / new["path"]).read_text(encoding="utf-8")
+    assert 'title: "Sour dough starter"' in text
+    again = run_cli(*base, "--leaf", "kimchi-batch-7", "--title", "Another name",
+                    "--content", "Day 15.")
+    assert again.code == 0, again.stderr
+    assert "title ignored: the leaf exists and keeps its own title" in again.stdout
+    kept = (example_forest / "04 stm/kitchen/fermentation/kimchi-batch-7.md").read_text()
+    assert "Another name" not in kept and "Day 15." in kept
+
+
+def test_a_write_invalid_error_lists_its_issues(example_forest):
+    operations.index(example_forest)  # indexed before the hand edit, as in daily use
+    leaf = example_forest / "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    leaf.write_text(leaf.read_text(encoding="utf-8")
+                    + "\nSee [[04 stm/kitchen/fermentation/zaatar-blend]].\n", encoding="utf-8")
+    args = ("remember", example_forest, "--tree", "kitchen", "--branch", "fermentation",
+            "--leaf", "kimchi-batch-7", "--content", "Day 15.")
+    human = run_cli(*args)
+    assert human.code == 1 and "error [write_invalid]" in human.stderr
+    lines = human.stderr.splitlines()
+    assert any("04 stm/kitchen/fermentation/kimchi-batch-7.md" in line and "link_" in line
+               for line in lines[1:]), human.stderr
+    assert "Traceback" not in human.stderr
+    machine = one_object(run_cli(*args, "--json").stdout)
+    assert machine["error"]["code"] == "write_invalid" and machine["error"]["details"]["issues"]
+
+
+def test_a_rewrite_restores_a_wide_mode_and_says_so(example_forest):
+    operations.index(example_forest)  # indexed before an editor saved the note 0644
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    (example_forest / rel).chmod(0o644)
+    human = run_cli("remember", example_forest, "--tree", "kitchen", "--branch",
+                    "fermentation", "--leaf", "kimchi-batch-7", "--content", "Day 15.")
+    assert human.code == 0, human.stderr
+    assert f"mode restored {rel} was wider than 0600, now 0600" in human.stdout
+    assert (example_forest / rel).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_failure_lists_at_most_twenty_issues_escaped(capsys):
+    from memory_forest.edge import failure
+    from memory_forest.render import render
+
+    issues = [{"path": f"04 stm/t/b/[bold]leaf-{n}\x1b[2J.md", "code": "link_lateral",
+               "message": "links within the same layer", "level": "error"} for n in range(25)]
+    render(failure("index", {"code": "layer_missing", "message": "a layer is missing",
+                             "details": {"issues": issues, "summary": {"errors": 30}}}))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "error [layer_missing] a layer is missing"
+    assert len(lines) == 22 and lines[-1] == "  ... 10 more"
+    assert lines[1] == ("  04 stm/t/b/[bold]leaf-0\\x1b[2J.md  link_lateral  "
+                        "links within the same layer")

@@ -115,3 +115,34 @@ def test_promote_rejections(example_forest, tmp_path):
         promote(example_forest, write_json(tmp_path / "q.json", promotion(
             "p-5", ["d-20261128-drip"])))
     assert info.value.code == "daily_entry_ambiguous"
+
+
+def test_a_summary_with_code_is_stored_and_promoted_whole(example_forest, tmp_path):
+    """A ``# comment`` in a code block is code, not the end of the entry."""
+    summary = ("Flush the drip line: `now-6h&to=now#x` at 3%\n\n```sh\n# every Monday\n"
+               "if [[ -f /tmp/drip ]]; then flush; fi\n```\n\nSee [[01 xltm/XLTM]].")
+    apply_daily(example_forest, write_json(tmp_path / "d.json", daily_plan(
+        "d-tx-code", "2026-11-30", [entry("d-code", summary=summary), entry("d-next")])))
+    daily = (example_forest / "05 daily/2026-11-30.md").read_text(encoding="utf-8")
+    stored = summary.replace("See [[", "See \\[\\[")  # the only change: no wikilink
+    assert f"## d-code\n\n{stored}\n\nSources: " in daily
+    assert anchors(example_forest, "05 daily/2026-11-30.md") == ["d-code", "d-next"]
+    out = promote(example_forest, write_json(tmp_path / "p.json", promotion(
+        "p-code", ["d-code"], leaf="flush")))
+    leaf = (example_forest / out["path"]).read_text(encoding="utf-8")
+    assert f"Promoted from `05 daily/2026-11-30.md#d-code`:\n\n{stored}\n\nSources: " in leaf
+    assert "## d-next" not in leaf and anchors(example_forest, out["path"]) == []
+    assert_whole(example_forest)
+
+
+def test_secrets_in_a_summary_and_a_leaf_title_are_redacted(example_forest, tmp_path):
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    out = apply_daily(example_forest, write_json(tmp_path / "d.json", daily_plan(
+        "d-tx-key", "2026-11-30", [entry("d-key", summary=f"Rotated {secret} at 9.")])))
+    daily = (example_forest / out["path"]).read_text(encoding="utf-8")
+    assert out["redactions"] == {"api_key": 1} and secret not in daily
+    assert "Rotated [REDACTED:api_key] at 9." in daily
+    done = promote(example_forest, write_json(tmp_path / "p.json", promotion(
+        "p-key", ["d-key"], leaf="keys", title=f"Keys {secret}")))
+    assert done["redactions"] == {"api_key": 1}
+    assert secret not in (example_forest / done["path"]).read_text(encoding="utf-8")

@@ -7,13 +7,17 @@ import os
 import stat
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
-from writerkit import assert_whole, contents, istm_records
+from writerkit import assert_whole, contents, istm_records, same_modulo_neutralization
 
 from memory_forest.documents import read_facts, scan_markdown, split_frontmatter
 from memory_forest.errors import ForestError
+from memory_forest.retrieve import open_document
 from memory_forest.routes import parse_route
-from memory_forest.writers.remember import remember
+from memory_forest.writers.markdown import clean_text
+from memory_forest.writers.remember import default_title, remember
 
 HOSTILE = ("## Parent\n[[01 xltm/XLTM]] [[02 ltm/kitchen_LTM|x]]\n---\nid: stolen\ntitle: x\n---\n"
            "<div onclick=x>html</div><!-- c -->\n# H1\nSetext\n===\n```\nfence\n")
@@ -86,11 +90,13 @@ def test_hostile_content_stays_text_and_the_forest_audits(example_forest):
     meta, body, _ = split_frontmatter((example_forest / rel).read_text(encoding="utf-8"))
     assert "stolen" not in json.dumps(meta, default=str)
     heading, links, anchors = scan_markdown(body)
-    assert heading == "\\#\\# Parent \\[\\[x\\]\\]" and len(links) == 1 and anchors == []
+    assert heading == "## Parent \\[\\[x]]" and len(links) == 1 and anchors == []
     tokens = MarkdownIt("commonmark").parse(body)  # a full parser, raw HTML enabled
     assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1"]
-    assert not {t.type for t in tokens} & {"html_block", "html_inline", "fence", "hr"}
-    assert not any(c.type == "html_inline" for t in tokens for c in t.children or [])
+    assert not {t.type for t in tokens} & {"fence", "hr"}  # the open fence is indented
+    # The text is the caller's, line for line: only the documented neutralizations.
+    stored = body.split("`:\n\n", 1)[1].rstrip("\n")
+    assert same_modulo_neutralization(stored, HOSTILE) and "<div onclick=x>" in stored
     assert istm_records(example_forest)[-1]["payload"]["text"] == HOSTILE  # raw text kept
     assert_whole(example_forest)
 
@@ -102,7 +108,8 @@ def test_secrets_are_redacted_in_the_event_and_the_leaf(empty_forest):
     assert out["redactions"] == {"api_key": 1}
     for path in (out["path"], out["shard"]):
         assert secret not in (empty_forest / path).read_text(encoding="utf-8")
-    assert "\\[REDACTED:api_key\\]" in (empty_forest / out["path"]).read_text(encoding="utf-8")
+    leaf = (empty_forest / out["path"]).read_text(encoding="utf-8")
+    assert "the key [REDACTED:api_key] today." in leaf  # the marker as stored, unescaped
 
 
 @pytest.mark.parametrize("kwargs, code", [
@@ -165,3 +172,79 @@ def test_a_hand_written_forest_without_frontmatter(reference_forest):
     assert mtm == mtm_before + "- [[04 stm/workshop/tools/plane|Plane]]\n"  # no frontmatter added
     assert out["created"]
     assert_whole(reference_forest)
+
+
+CALLER_TEXT = st.one_of(
+    st.lists(st.sampled_from(list("#=-`~<>!%[]|\\*_&: \n\tax1.)") + [
+        "[[", "]]", "```", "~~~", "<!--", "-->", "<pre>", "%%", "    ", "\n\n", "- ", "> ",
+        "1. ", "---", "===", "[[03 mtm/kitchen/fermentation]]", "[[01 xltm/XLTM|x]]"]),
+        min_size=1, max_size=40).map("".join),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1,
+            max_size=80))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=CALLER_TEXT)
+def test_any_text_round_trips_through_remember_and_open(example_forest, text):
+    """Stored as given modulo the documented neutralizations, and never any new structure:
+    no wikilink, no heading or anchor, no frontmatter key, no other title."""
+    assume(text.strip() and not any(ch in text for ch in "\u2028\u2029\x85"))
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    before = facts(example_forest, rel)
+    keys = set(split_frontmatter((example_forest / rel).read_text(encoding="utf-8"))[0])
+    out = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None, text)
+    after = facts(example_forest, rel)
+    def structure(found):  # link lines move as ``sources`` grows: compare the links
+        return ([(link.target, link.heading, link.alias) for link in found.links],
+                found.anchors, found.title, found.id)
+
+    assert structure(after) == structure(before)
+    assert set(split_frontmatter((example_forest / rel).read_text(encoding="utf-8"))[0]) == keys
+    body = open_document(example_forest, rel)["body"]
+    assert body == (example_forest / rel).read_text(encoding="utf-8")
+    stored = body.split(f"`{out['shard']}#{out['event_id']}`:\n\n", 1)[1].removesuffix("\n")
+    if not out["redactions"]:
+        assert same_modulo_neutralization(stored, clean_text(text))
+
+
+def test_a_new_leaf_without_a_title_is_named_after_the_leaf(empty_forest):
+    out = remember(empty_forest, "garden", "beds", "bed_a-north", None, "Planted garlic.")
+    assert out["created"] and out["title_ignored"] is False
+    assert facts(empty_forest, out["path"]).title == "Bed a north"
+    assert [default_title(name) for name in ("kimchi-batch-7", "iPhone-notes", "X")] == \
+        ["Kimchi batch 7", "iPhone notes", "X"]
+
+
+def test_a_title_for_an_existing_leaf_is_ignored_and_said_so(example_forest):
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    out = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", "Renamed?",
+                   "Day 15.")
+    assert out["title_ignored"] is True and facts(example_forest, rel).title == "Kimchi batch 7"
+    quiet = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None, "16.")
+    assert quiet["title_ignored"] is False
+
+
+def test_a_secret_in_the_title_is_redacted_in_the_leaf(empty_forest):
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    out = remember(empty_forest, "ops", "keys", "rotation", f"Key {secret}", "Rotated.")
+    assert secret not in (empty_forest / out["path"]).read_text(encoding="utf-8")
+    assert facts(empty_forest, out["path"]).title == "Key [REDACTED:api_key]"
+
+
+def test_a_wide_leaf_and_shard_are_rewritten_0600_and_the_receipt_says_so(example_forest):
+    from memory_forest import operations
+
+    operations.index(example_forest)
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    first = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None, "a")
+    assert first["modes_restored"] == []
+    for path in (rel, first["shard"]):  # an editor saved them 0644
+        (example_forest / path).chmod(0o644)
+    out = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None, "b")
+    assert out["modes_restored"] == sorted([rel, first["shard"]])
+    for path in (rel, first["shard"]):
+        assert stat.S_IMODE(os.lstat(example_forest / path).st_mode) == 0o600
+    stored = json.loads((example_forest / ".memory-forest/receipts"
+                         / f"{out['transaction_id']}.json").read_text(encoding="utf-8"))
+    assert stored["modes_restored"] == out["modes_restored"]

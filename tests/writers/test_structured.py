@@ -160,3 +160,33 @@ def test_a_stale_snapshot_is_refused(forest, tmp_path):
     out = apply(forest, tmp_path, plan(forest, [_create()], txid="sweep-2"))
     assert out["ok"]
     assert_whole(forest)
+
+
+def test_a_body_is_stored_verbatim_and_code_in_it_is_no_section(forest, tmp_path):
+    """A body's ``## Leaves`` inside a code block is code: new children join the real list."""
+    from memory_forest.writers.remember import remember
+
+    body = ("Dashboard: https://g.example/d?from=now-6h&to=now#panel-3 (3%, `make brine`)\n\n"
+            "```md\n## Leaves\n\n- [[04 stm/kitchen/fermentation/fake]]\n```")
+    change = {"target": {"layer": "mtm", "tree": "kitchen", "branch": "fermentation"},
+              "operation": "replace", "preimage_sha256": sha(forest, MTM), "body": body,
+              "frontmatter": {}}
+    apply(forest, tmp_path, plan(forest, [change]))
+    text = (forest / MTM).read_text(encoding="utf-8")
+    assert f"\n\n{body}\n\n## Leaves\n\n- [[04 stm/kitchen/fermentation/" in text
+    remember(forest, "kitchen", "fermentation", "miso", "Miso", "Koji started.")
+    after = (forest / MTM).read_text(encoding="utf-8")
+    assert f"{body}\n\n## Leaves\n\n" in after  # the code block is unchanged
+    assert after.endswith("- [[04 stm/kitchen/fermentation/miso|Miso]]\n")
+    assert_whole(forest)
+
+
+def test_secrets_in_a_sweep_body_and_title_are_redacted(forest, tmp_path):
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    change = {"target": {"layer": "stm", "tree": "kitchen", "branch": "fermentation",
+                         "leaf": "keys"}, "operation": "create", "body": f"key {secret}",
+              "frontmatter": {"title": f"Key {secret}", "tags": [f"password={secret}"]}}
+    out = apply(forest, tmp_path, plan(forest, [change]))
+    text = (forest / "04 stm/kitchen/fermentation/keys.md").read_text(encoding="utf-8")
+    assert secret not in text and "key [REDACTED:api_key]" in text
+    assert out["redactions"] == {"api_key": 2, "assignment": 1}

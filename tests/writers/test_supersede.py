@@ -33,7 +33,7 @@ def test_supersede_marks_the_old_and_links_the_new(example_forest, tmp_path):
     meta, body, _ = split_frontmatter((example_forest / new_rel).read_text(encoding="utf-8"))
     assert meta["id"] == out["id"] and meta["supersedes"] == "stm-zaatar-blend"
     assert meta["title"] == "Za'atar v2" and meta["tags"] == ["spice"]
-    assert "\\#\\# not an anchor" in body and "Up: [[03 mtm/kitchen/fermentation|" in body
+    assert "\n    ## not an anchor" in body and "Up: [[03 mtm/kitchen/fermentation|" in body
     assert "[[04 stm/kitchen/fermentation/zaatar-v2|Za'atar v2]]" in (
         example_forest / "03 mtm/kitchen/fermentation.md").read_text(encoding="utf-8")
     assert_whole(example_forest)
@@ -79,3 +79,12 @@ def test_a_file_that_is_not_utf8(example_forest, tmp_path):
     with pytest.raises(ForestError) as info:
         supersede(example_forest, "stm-zaatar-blend", str(tmp_path / "z.md"))
     assert info.value.code == "supersede_file_not_utf8"
+
+
+def test_secrets_in_the_new_record_are_redacted(example_forest, tmp_path):
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    out = supersede(example_forest, "stm-zaatar-blend", new_file(
+        tmp_path, "z4.md", f"---\ntitle: Key {secret}\n---\nRotated {secret}.\n"))
+    text = (example_forest / out["path"]).read_text(encoding="utf-8")
+    assert secret not in text and "Rotated [REDACTED:api_key]." in text
+    assert out["redactions"] == {"api_key": 2}

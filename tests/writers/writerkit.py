@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from forestkit import canonical_state, index_rows  # noqa: E402
 
 from memory_forest import operations  # noqa: E402
+from memory_forest.writers.markdown import INDENT  # noqa: E402
 
 
 def event(n: int = 0, **fields: Any) -> dict[str, Any]:
@@ -60,3 +62,24 @@ def istm_records(root: Path) -> list[dict[str, Any]]:
 
 def daily_plan(txid: str, date: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"schema_version": 1, "transaction_id": txid, "date": date, "entries": entries}
+
+
+def same_modulo_neutralization(stored: str, original: str) -> bool:
+    """Each stored line is its original line, indented by four spaces some times, with
+    ``[[`` written ``\\[\\[`` and ``%%`` written ``\\%\\%`` (the documented changes).
+
+    Lines are compared without the backslashes before ``[`` and ``%``: those are the
+    only characters a neutralization adds inside a line."""
+    stored_lines, original_lines = stored.split("\n"), original.strip("\n").split("\n")
+    if len(stored_lines) != len(original_lines):
+        return False
+
+    def plain(line: str) -> str:
+        return re.sub(r"\\+(?=[\[%])", "", line)
+
+    for line, want in zip(stored_lines, original_lines, strict=True):
+        while plain(line) != plain(want) and line.startswith(INDENT):
+            line = line[len(INDENT):]
+        if plain(line) != plain(want):
+            return False
+    return True

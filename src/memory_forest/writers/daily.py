@@ -2,39 +2,39 @@
 
 Each entry becomes a ``## <entry_id>`` section (a stable anchor that
 ``sources`` can cite as ``05 daily/YYYY-MM-DD.md#<entry_id>``) holding the
-inert summary and a ``Sources:`` line naming each ISTM event as a plain
+summary as written and a ``Sources:`` line naming each ISTM event as a plain
 path in backticks (Daily holds no wikilinks). Every cited event must exist,
 and an entry id is unique across all Daily records.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import ForestError
 from . import parents, plans
-from .markdown import body_of, clean_text, document, inert
+from .markdown import body_of, clean_text, document, headings, neutralize
 from .transaction import Stage, run
 
 
 def entry_section(entry_id: str, summary: str, pointers: list[str]) -> str:
     sources = ", ".join(f"`{pointer}`" for pointer in pointers)
     text = clean_text(summary, "summary", "plan_summary").strip("\n")
-    return f"## {entry_id}\n\n{inert(text)}\n\nSources: {sources}"
+    return f"## {entry_id}\n\n{neutralize(text)}\n\nSources: {sources}"
 
 
 def entry_text(text: str, entry_id: str) -> str:
-    """The Markdown of one Daily entry: the lines under ``## entry_id`` up to the next heading."""
-    lines = body_of(text).split("\n")
-    start = next((i for i, line in enumerate(lines) if line.strip() == f"## {entry_id}"), None)
+    """The Markdown of one Daily entry: the lines under ``## entry_id`` up to the next
+    first- or second-level heading (as the parser reads them: a ``#`` line in code is text)."""
+    body = body_of(text)
+    found = headings(body)
+    start = next((n for n, level, title in found if level == 2 and title == entry_id), None)
     if start is None:
         raise ForestError("daily_entry_missing", "the Daily entry heading was not found",
                           {"entry_id": entry_id})
-    end = start + 1
-    while end < len(lines) and not re.match(r"#{1,2} ", lines[end]):
-        end += 1
+    end = next((n for n, level, _ in found if n > start and level <= 2), None)
+    lines = body.split("\n")
     return "\n".join(lines[start + 1:end]).strip("\n")
 
 
@@ -56,6 +56,7 @@ def resolve_entries(stage: Stage, entry_ids: list[str]) -> dict[str, str]:
 
 def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("daily", source)
+    redactions = plans.redact_text(plan)
 
     def prepare(stage: Stage) -> None:
         events = stage.view.event_paths({rid for entry in plan.entries
@@ -83,7 +84,8 @@ def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, A
         else:
             stage.put(path, parents.touch(stage, text).rstrip("\n") + "\n\n" + block + "\n")
         stage.details.update({"path": path, "created": text is None,
-                              "entries": [entry.entry_id for entry in plan.entries]})
+                              "entries": [entry.entry_id for entry in plan.entries],
+                              "redactions": redactions})
 
     return run(root, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
                prepare, wait)

@@ -1,11 +1,16 @@
-"""Markdown the writers produce: inert caller text, frontmatter, links and documents.
+"""Markdown the writers produce: caller text, frontmatter, links and documents.
 
-Caller text (an agent's content, a plan's body, a summary) is data. ``inert``
-escapes it so that it renders as the same text but can never become a
-heading, a wikilink, raw HTML, a code fence that swallows what follows, or
-frontmatter. The structural lines of a document (``# Title``, ``Up:``, child
-lists, Daily ``## entry`` headings) are written only by this module, from
-checked names.
+Caller text (an agent's content, a plan's body, a summary) is stored as the
+caller wrote it: files stay plain and greppable, and ``open`` hands back
+what was given. ``neutralize`` changes only what would change the
+document's structure as ``documents.read_facts`` and Obsidian read it, each
+in the smallest visible way (see docs/writing.md, "Caller text is stored
+verbatim"): a line that would be a heading, or a code fence or HTML block
+that would run past the end of the text, is indented by four spaces; a
+``[[`` outside code is written ``\\[\\[``; an unpaired Obsidian ``%%`` is
+written ``\\%\\%``. The structural lines of a document (``# Title``,
+``Up:``, child lists, Daily ``## entry`` headings) are written only by this
+module, from checked names.
 
 Frontmatter is edited surgically: only the keys the tool owns are
 re-rendered, every other top-level key keeps its exact bytes and place.
@@ -16,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..documents import split_frontmatter
+from ..documents import scan_markdown, split_frontmatter
 from ..errors import ForestError
 from ..routes import check_segment, link_target
 
@@ -26,16 +31,19 @@ KNOWN_KEYS = ("id", "title", "created", "updated", "status", "supersedes", "supe
               "sources", "tags")
 CHILD_HEADINGS = {"xltm": "Trees", "ltm": "Branches", "mtm": "Leaves"}
 MAX_TITLE = 200
+INDENT = "    "  # four spaces stop a heading, fence or HTML opener (1-3 do not)
 
-_ESCAPED = frozenset("\\[]<>#`~&%")
-_SETEXT_OR_RULE = re.compile(r"^([ \t]*)([=-])")  # applied only to lines of one repeated char
-_BACKSLASH_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 # Wikilink targets may not hold these (Obsidian refuses #^[]|; the rest would let
 # the Markdown parser split the link: code spans, escapes, raw HTML).
 _UNLINKABLE = frozenset("[]|#^`<>\\")
 _ALIAS_DROP = re.compile(r"[\[\]|\\`<>\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _FM_BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)  # python-frontmatter's fences
+# What the writer puts after caller text: a blank line, then a line of its own.
+_PROBE = "# end of caller text"
+_MAX_ROUNDS = 8
+_BACKTICKS = re.compile(r"`+")
+_WIKILINK_OPEN = re.compile(r"\[\[")
 
 
 # --- caller text ----------------------------------------------------------------------------
@@ -52,29 +60,171 @@ def clean_text(text: str, what: str = "content", code: str = "content") -> str:
     return text
 
 
-def inert(text: str) -> str:
-    """Escape Markdown so ``text`` renders as itself and adds no structure.
+def neutralize(text: str) -> str:
+    """Caller text as it is stored: byte for byte, except what would add structure.
 
-    Every ``\\ [ ] < > # ` ~ & %`` is backslash-escaped (no wikilink, link,
-    HTML, heading, code span or fence, entity or Obsidian comment can start),
-    and a line made only of ``=`` or ``-`` gets its first character escaped
-    (it can no longer turn the line above into a heading, nor be a
-    frontmatter fence). The result renders exactly as ``text`` does as plain
-    prose; ``unescape`` reverses it.
+    Two steps, each checked by parsing the text as ``documents`` does:
+
+    1. Lines: a line that the parser reads as a heading (ATX, or a setext
+       underline, in any container) is indented by four spaces, and so is the
+       first line of a code fence or HTML block that would run past the end of
+       the text and swallow the writer's next line. Indenting can move a line
+       into another container (a list item), so the check runs again until
+       nothing is left; in the pathological case where it does not settle, every
+       line is indented and the text is one code block.
+    2. Inline: outside code, ``[[`` is written ``\\[\\[`` (no wikilink for the
+       index or Obsidian) and an unpaired Obsidian comment opener ``%%`` is
+       written ``\\%\\%`` (it would hide everything after it). If the index
+       still finds a wikilink, every ``[[`` is escaped.
+
+    Line ends become LF (the parser counts a lone CR as one) and leading and
+    trailing blank lines are dropped; nothing else changes.
     """
-    out = []
-    for line in text.split("\n"):
-        escaped = "".join(f"\\{ch}" if ch in _ESCAPED else ch for ch in line)
-        stripped = line.strip()
-        if stripped and (set(stripped) == {"="} or set(stripped) == {"-"}):
-            escaped = _SETEXT_OR_RULE.sub(r"\1\\\2", escaped, count=1)
-        out.append(escaped)
-    return "\n".join(out)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n").split("\n")
+    for _ in range(_MAX_ROUNDS):
+        marked = _structural_lines(lines)
+        if not marked:
+            break
+        for number in marked:
+            lines[number] = INDENT + lines[number]
+    else:
+        lines = [INDENT + line if line.strip() else line for line in lines]
+    out = _neutralize_inline(lines, _code_lines(lines))
+    if scan_markdown(out)[1]:
+        out = _WIKILINK_OPEN.sub(r"\\[\\[", out)
+    return out
 
 
-def unescape(markdown: str) -> str:
-    """Undo backslash escapes (CommonMark: a backslash before ASCII punctuation)."""
-    return _BACKSLASH_ESCAPE.sub(r"\1", markdown)
+def neutralize_title(title: str) -> str:
+    """A title as its ``# `` heading line writes it: the inline step of ``neutralize``."""
+    out = _neutralize_inline([title], set())
+    if scan_markdown(f"# {out}")[1]:
+        out = _WIKILINK_OPEN.sub(r"\\[\\[", out)
+    return out
+
+
+def _parse(text: str) -> list[Any]:
+    from ..documents import _markdown
+
+    return _markdown().parse(text)
+
+
+def _structural_lines(lines: list[str]) -> set[int]:
+    """Lines to indent: headings, and the opener of a block that runs past the text."""
+    count = len(lines)
+    tokens = _parse("\n".join(lines) + "\n\n" + _PROBE)
+    marked: set[int] = set()
+    probe_read = False
+    for token in tokens:
+        if token.type != "heading_open" or token.map is None:
+            continue
+        start, end = token.map
+        if start > count:
+            probe_read = probe_read or token.level == 0
+        elif token.markup[:1] in ("=", "-"):
+            marked.add(end - 1)  # a setext underline
+        else:
+            marked.add(start)
+    if not probe_read:  # a fence or an HTML block (comment, <pre>, ...) is still open
+        openers = {token.map[0] for token in tokens if token.level == 0 and token.map
+                   and token.map[0] < count < token.map[1]}
+        marked |= openers or set(range(count))
+    return marked
+
+
+def _code_lines(lines: list[str]) -> set[int]:
+    """Lines inside fenced or indented code: their text is never Markdown."""
+    inside: set[int] = set()
+    for token in _parse("\n".join(lines)):
+        if token.type in ("fence", "code_block") and token.map:
+            inside.update(range(*token.map))
+    return inside
+
+
+def _neutralize_inline(lines: list[str], code: set[int]) -> str:
+    """Escape ``[[`` and an unpaired ``%%`` in the prose of ``lines``, not in ``code``.
+
+    Prose is cut into paragraphs (runs of non-blank lines), the reach of a code span.
+    """
+    chunks: list[tuple[bool, str]] = []  # (is prose, text), in order, joined by newlines
+    for number, line in enumerate(lines):
+        prose = number not in code and bool(line.strip())
+        if chunks and prose and chunks[-1][0]:
+            chunks[-1] = (True, chunks[-1][1] + "\n" + line)
+        else:
+            chunks.append((prose, line))
+    spans = [_code_spans(chunk) if prose else [] for prose, chunk in chunks]
+    comments = [(index, at) for index, (prose, chunk) in enumerate(chunks) if prose
+                for at in _openers(chunk, "%%", spans[index])]
+    if len(comments) % 2:  # Obsidian pairs them in order: the last one opens for good
+        index, at = comments[-1]
+        chunk = chunks[index][1]
+        chunks[index] = (True, chunk[:at] + "\\%\\%" + chunk[at + 2:])
+        spans[index] = [(a + 2 if a > at else a, b + 2 if b > at else b)
+                        for a, b in spans[index]]
+    return "\n".join(_escape_links(chunk, spans[index]) if prose else chunk
+                     for index, (prose, chunk) in enumerate(chunks))
+
+
+def _escape_links(chunk: str, spans: list[tuple[int, int]]) -> str:
+    parts, last = [], 0
+    for at in _openers(chunk, "[[", spans):
+        parts.append(chunk[last:at] + "\\[\\[")
+        last = at + 2
+    return "".join(parts) + chunk[last:]
+
+
+def _openers(chunk: str, pair: str, spans: list[tuple[int, int]]) -> list[int]:
+    """Where ``pair`` starts outside code spans, its first character not escaped.
+
+    After an escaped character the search goes on from the next one: in ``\\[[[x]]``
+    the escaped ``[`` opens nothing but the two after it do.
+    """
+    found, at = [], chunk.find(pair)
+    while at != -1:
+        if _escaped(chunk, at) or _in_spans(at, spans):
+            at = chunk.find(pair, at + 1)
+        else:
+            found.append(at)
+            at = chunk.find(pair, at + 2)
+    return found
+
+
+def _code_spans(chunk: str) -> list[tuple[int, int]]:
+    """(start, end) of each backtick code span, by CommonMark's pairing rule.
+
+    A backtick string opens a span that the next string of the same length
+    closes. A backslash before an opening string escapes its first backtick; in
+    a span backslashes are literal, so a closing string may follow one.
+    """
+    runs = [match.span() for match in _BACKTICKS.finditer(chunk)]
+    spans, index = [], 0
+    while index < len(runs):
+        start, end = runs[index]
+        start += _escaped(chunk, start)
+        if start == end:
+            index += 1
+            continue
+        closer = next((j for j in range(index + 1, len(runs))
+                       if runs[j][1] - runs[j][0] == end - start), None)
+        if closer is None:
+            index += 1
+            continue
+        spans.append((start, runs[closer][1]))
+        index = closer + 1
+    return spans
+
+
+def _escaped(chunk: str, position: int) -> bool:
+    """Whether the character at ``position`` follows an odd run of backslashes (an escape)."""
+    start = position
+    while start > 0 and chunk[start - 1] == "\\":
+        start -= 1
+    return (position - start) % 2 == 1
+
+
+def _in_spans(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= position < end for start, end in spans)
 
 
 def check_title(title: str, code: str = "title") -> str:
@@ -257,9 +407,9 @@ def body_of(text: str) -> str:
 
 def document(meta: dict[str, Any], title: str, up: tuple[str, str] | None, body: str,
              children: tuple[str, list[tuple[str, str]]] | None = None) -> str:
-    """A new document: frontmatter, ``# Title``, the ``Up:`` link, inert body, child list.
+    """A new document: frontmatter, ``# Title``, the ``Up:`` link, body, child list.
 
-    ``up`` and each child are (path, alias); ``body`` must already be inert.
+    ``up`` and each child are (path, alias); ``body`` must already be neutralized.
     """
     return frontmatter(meta) + body_text(title, up, body, children)
 
@@ -267,7 +417,7 @@ def document(meta: dict[str, Any], title: str, up: tuple[str, str] | None, body:
 def body_text(title: str, up: tuple[str, str] | None, body: str,
               children: tuple[str, list[tuple[str, str]]] | None = None) -> str:
     """The Markdown after the frontmatter, as ``document`` writes it."""
-    parts = [f"# {inert(title)}"]
+    parts = [f"# {neutralize_title(title)}"]
     if up is not None:
         parts.append(f"Up: {wikilink(*up)}")
     if body.strip():
@@ -276,6 +426,18 @@ def body_text(title: str, up: tuple[str, str] | None, body: str,
         items = "\n".join(f"- {wikilink(path, alias)}" for path, alias in children[1])
         parts.append(f"## {children[0]}\n\n{items}")
     return "\n\n".join(parts) + "\n"
+
+
+def headings(body: str) -> list[tuple[int, int, str]]:
+    """(line, level, text) of each heading of ``body``, as the index's parser reads them.
+
+    Finding sections this way, not by matching ``#`` at the start of a line, keeps a
+    ``# comment`` inside a caller's code block from ending a section.
+    """
+    tokens = _parse(body)
+    return [(token.map[0], int(token.tag[1:]), tokens[number + 1].content.strip())
+            for number, token in enumerate(tokens)
+            if token.type == "heading_open" and token.map is not None]
 
 
 def replace_body(text: str, body: str) -> str:
@@ -296,11 +458,10 @@ def add_child_link(text: str, heading: str, path: str, alias: str) -> str:
     span = _span(text)
     body_start = span[2] if span else 0
     lines = text[body_start:].split("\n")
-    section = next((i for i, item in enumerate(lines) if item.rstrip() == f"## {heading}"), None)
+    found = headings(text[body_start:])
+    section = next((n for n, level, title in found if level == 2 and title == heading), None)
     if section is not None:
-        end = section + 1
-        while end < len(lines) and not re.match(r"#{1,2} ", lines[end]):
-            end += 1
+        end = next((n for n, level, _ in found if n > section and level <= 2), len(lines))
         last = max((i for i in range(section + 1, end) if lines[i].strip()), default=None)
         if last is None:
             lines[section + 1:section + 1] = ["", line]

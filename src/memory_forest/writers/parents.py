@@ -42,7 +42,7 @@ def up_of(stage: Stage, path: str) -> tuple[str, str] | None:
 
 def create(stage: Stage, path: str, title: str, body: str, titles: dict[str, str],
            doc_id: str | None = None, **fields: Any) -> str:
-    """Stage a new document at ``path`` (body already inert), materializing its parents.
+    """Stage a new document at ``path`` (body already neutralized), materializing its parents.
 
     ``titles`` gives the title of any missing ancestor by path; a missing
     ancestor without one is titled by its own name. Returns the new id.
@@ -88,7 +88,7 @@ def touch(stage: Stage, text: str) -> str:
 
 
 def append(stage: Stage, path: str, block: str, updates: dict[str, Any]) -> None:
-    """Add ``block`` (already inert) at the end of an existing document."""
+    """Add ``block`` (already neutralized) at the end of an existing document."""
     text = stage.text(path) or ""
     text = edit_frontmatter(text, {"updated": stage.now, **updates})
     stage.put(path, text.rstrip("\n") + "\n\n" + block.strip("\n") + "\n")

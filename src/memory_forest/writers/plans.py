@@ -123,7 +123,7 @@ class Change(_Plan):
 
     target: Target
     operation: Literal["create", "replace"]
-    body: Text = Field(description="Full body text; inert (escaped) when written.")
+    body: Text = Field(description="Full body text, stored as written (see docs/writing.md).")
     frontmatter: FrontmatterFields = Field(default_factory=FrontmatterFields)
     preimage_sha256: Sha256 | None = Field(
         default=None, description="replace only: sha256 of the current file bytes.")
@@ -179,6 +179,33 @@ def load(kind: str, source: str) -> Any:
     from ..safety import read_caller_file
 
     return parse(kind, read_caller_file(source, MAX_PLAN_BYTES, "plan"))
+
+
+# The plan fields whose text reaches a canonical file as prose or a title (ids, hashes,
+# routes and source paths are checked names, never credentials).
+TEXT_FIELDS = frozenset({"summary", "body", "title", "tags", "tree_title", "branch_title"})
+
+
+def redact_text(plan: BaseModel) -> dict[str, int]:
+    """Redact credential-shaped text in every prose field of ``plan``, in place, as
+    ``capture`` does for events; return the count per rule."""
+    from .capture import redact
+
+    counts: dict[str, int] = {}
+
+    def walk(model: BaseModel) -> None:
+        for name in type(model).model_fields:
+            value = getattr(model, name)
+            if isinstance(value, BaseModel):
+                walk(value)
+            elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+                for item in value:
+                    walk(item)
+            elif name in TEXT_FIELDS and value is not None:
+                setattr(model, name, redact(value, counts))
+
+    walk(plan)
+    return counts
 
 
 def parse(kind: str, raw: bytes | str) -> Any:

@@ -2,7 +2,7 @@
 
 The plan names Daily entry ids and a semantic route ``{tree, tree_title,
 branch, branch_title, leaf}``. Each entry's text is copied into the leaf as
-inert text under a line naming its source, the leaf's ``sources`` gain
+text (as the Daily entry holds it) under a line naming its source, the leaf's ``sources`` gain
 ``05 daily/YYYY-MM-DD.md#<entry_id>``, and missing parents are created with
 the route's titles.
 """
@@ -16,12 +16,13 @@ from ..errors import ForestError
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents, plans
 from .daily import entry_text, resolve_entries
-from .markdown import inert, unescape
+from .markdown import neutralize
 from .transaction import Stage, run
 
 
 def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("promotion", source)
+    redactions = plans.redact_text(plan)
     route = plan.route
 
     def prepare(stage: Stage) -> None:
@@ -30,8 +31,8 @@ def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
         pointers = [f"{daily[entry_id]}#{entry_id}" for entry_id in plan.entry_ids]
         blocks = []
         for entry_id, pointer in zip(plan.entry_ids, pointers, strict=True):
-            plain = unescape(entry_text(stage.text(daily[entry_id]) or "", entry_id))
-            blocks.append(f"Promoted from `{pointer}`:\n\n{inert(plain)}")
+            text = entry_text(stage.text(daily[entry_id]) or "", entry_id)
+            blocks.append(f"Promoted from `{pointer}`:\n\n{neutralize(text)}")
         block = "\n\n".join(blocks)
         again = [p for p in pointers if p in parents.add_sources(stage, path, [])] \
             if stage.exists(path) else []
@@ -44,7 +45,7 @@ def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
                                       pointers)
         stage.details.update({"path": path, "created": created, "dispositions": [
             {"entry_id": entry_id, "disposition": "promoted", "daily": daily[entry_id],
-             "target": path} for entry_id in plan.entry_ids]})
+             "target": path} for entry_id in plan.entry_ids], "redactions": redactions})
 
     return run(root, "promote", plan.model_dump(mode="json"), plan.transaction_id, prepare,
                wait)

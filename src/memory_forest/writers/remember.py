@@ -3,7 +3,9 @@
 The content becomes an ISTM event (redacted like any capture) and a block in
 the STM leaf ``04 stm/<tree>/<branch>/<leaf>.md``: a new leaf is created with
 its missing parents, an existing one gets the block appended. Either way the
-leaf's ``sources`` point at the event.
+leaf's ``sources`` point at the event. A title names a new leaf only (without
+one, the leaf's name gives it); an existing leaf keeps its own, and the result
+says ``title_ignored`` when one was given.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from typing import Any
 
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents
-from .capture import check_event, stage_events
-from .markdown import check_linkable, check_title, clean_text, inert
+from .capture import check_event, redact, stage_events
+from .markdown import check_linkable, check_title, clean_text, neutralize
 from .receipts import now
 from .transaction import Stage, run
 
@@ -22,11 +24,29 @@ MAX_CONTENT_BYTES = 256 * 1024
 
 
 def entry_block(when: str, pointer: str, text: str) -> str:
-    """One remembered block: when and from which source, then the inert text."""
-    return f"Remembered {when} from `{pointer}`:\n\n{inert(text)}"
+    """One remembered block: when and from which source, then the text as given."""
+    return f"Remembered {when} from `{pointer}`:\n\n{neutralize(text)}"
 
 
-def remember_command(root: str | Path, tree: str, branch: str, leaf: str, title: str,
+def default_title(leaf: str) -> str:
+    """The title of a new leaf named without one: ``kimchi-batch-7`` -> ``Kimchi batch 7``.
+
+    Hyphens and underscores become spaces; a first word in lower case gets a capital
+    (``iPhone-notes`` stays ``iPhone notes``).
+    """
+    words = leaf.replace("-", " ").replace("_", " ").split()
+    if not words:
+        return leaf
+    if words[0].islower():
+        words[0] = words[0][:1].upper() + words[0][1:]
+    return " ".join(words)
+
+
+def _added(first: dict[str, int], second: dict[str, int]) -> dict[str, int]:
+    return {rule: first.get(rule, 0) + second.get(rule, 0) for rule in {*first, *second}}
+
+
+def remember_command(root: str | Path, tree: str, branch: str, leaf: str, title: str | None,
                      content: str | None = None, file: str | None = None,
                      **options: Any) -> dict[str, Any]:
     """``remember`` as the command line has it: the content inline or from a file (``-``
@@ -45,14 +65,15 @@ def remember_command(root: str | Path, tree: str, branch: str, leaf: str, title:
     return remember(root, tree, branch, leaf, title, content, **options)
 
 
-def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str, content: str,
-             source: str = "memory-forest", tree_title: str | None = None,
+def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str | None,
+             content: str, source: str = "memory-forest", tree_title: str | None = None,
              branch_title: str | None = None, tags: list[str] | None = None,
              transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
     for segment, what in ((tree, "tree"), (branch, "branch"), (leaf, "leaf")):
         check_linkable(segment, what)
-    title = check_title(title)
-    titles = {path: check_title(value) for path, value in
+    title = None if title is None else check_title(title)
+    found: dict[str, int] = {}  # redactions outside the event: parent titles and tags
+    titles = {path: redact(check_title(value), found) for path, value in
               ((ltm_path(tree), tree_title), (mtm_path(tree, branch), branch_title)) if value}
     content = clean_text(content)
     if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
@@ -60,16 +81,18 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str, co
 
         raise ForestError("content_too_large", f"content is at most {MAX_CONTENT_BYTES} bytes",
                           exit_code=2)
-    tags = [check_title(tag, "tag") for tag in tags or []]
+    tags = [redact(check_title(tag, "tag"), found) for tag in tags or []]
     path = stm_path(tree, branch, leaf)
     request = {"tree": tree, "branch": branch, "leaf": leaf, "title": title, "content": content,
                "source": source, "tree_title": tree_title, "branch_title": branch_title,
                "tags": tags}
 
     def event(observed_at: str) -> dict[str, Any]:
+        payload = {"text": content, "route": {"tree": tree, "branch": branch, "leaf": leaf}}
+        if title is not None:
+            payload["title"] = title
         return {"observed_at": observed_at, "source": source, "kind": "remember",
-                "payload": {"text": content, "title": title,
-                            "route": {"tree": tree, "branch": branch, "leaf": leaf}}}
+                "payload": payload}
 
     check_event(event(now()), 1)
 
@@ -77,9 +100,13 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str, co
         captured, records = stage_events(stage, [event(stage.now)])
         event_id = records[0]["event_id"]
         pointer = f"{captured['shard']}#{event_id}"
-        block = entry_block(stage.now, pointer, records[0]["payload"]["text"])
-        created = parents.add_to_leaf(stage, path, title, block, titles, [pointer], tags)
+        payload = records[0]["payload"]  # redacted: what reaches the leaf is what was stored
+        block = entry_block(stage.now, pointer, payload["text"])
+        leaf_title = payload.get("title") or default_title(leaf)
+        created = parents.add_to_leaf(stage, path, leaf_title, block, titles, [pointer], tags)
         stage.details.update({"path": path, "created": created, "event_id": event_id,
-                              "shard": captured["shard"], "redactions": captured["redactions"]})
+                              "shard": captured["shard"],
+                              "redactions": _added(captured["redactions"], found),
+                              "title_ignored": title is not None and not created})
 
     return run(root, "remember", request, transaction_id, prepare, wait)

@@ -10,7 +10,8 @@ path and hash. It deliberately crosses the body boundary; it writes nothing.
 structured file changed since, it fails with ``snapshot_mismatch``. Changes
 are applied parents first (XLTM, LTM, MTM, STM); a ``create`` materializes
 missing parents, a ``replace`` must name the exact sha256 of the file it
-replaces and keeps the frontmatter keys it does not set. Bodies are inert;
+replaces and keeps the frontmatter keys it does not set. Bodies are stored as
+written (``markdown.neutralize``);
 the writer adds the title heading, the ``Up:`` link and the child list.
 """
 
@@ -31,8 +32,8 @@ from .markdown import (
     clean_text,
     document,
     edit_frontmatter,
-    inert,
     metadata,
+    neutralize,
     replace_body,
 )
 from .transaction import Stage, run
@@ -101,6 +102,7 @@ def target_path(target: Any) -> str:
 
 def apply_structured(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("structured", source)
+    redactions = plans.redact_text(plan)
 
     def prepare(stage: Stage) -> None:
         current = snapshot_sha256(stage.view.structured_hashes())
@@ -126,7 +128,7 @@ def apply_structured(root: str | Path, source: str, wait: float = 0.0) -> dict[s
                               "daily": daily[item.entry_id], "target": path}
                              for item in change.daily_entries]
         stage.details.update({"changes": sorted(applied, key=lambda item: item["change"]),
-                              "dispositions": dispositions})
+                              "dispositions": dispositions, "redactions": redactions})
 
     return run(root, "apply_structured", plan.model_dump(mode="json"), plan.transaction_id,
                prepare, wait)
@@ -135,7 +137,7 @@ def apply_structured(root: str | Path, source: str, wait: float = 0.0) -> dict[s
 def _body(change: Any) -> str:
     if not change.body.strip():
         return ""
-    return inert(clean_text(change.body, "body", "plan_body").strip("\n"))
+    return neutralize(clean_text(change.body, "body", "plan_body"))
 
 
 def _create(stage: Stage, path: str, change: Any, sources: list[str]) -> None:

@@ -6,7 +6,7 @@ old one (same layer and owner; its name is the file's stem), with
 ``superseded_by: <new id>`` on the old record. The old record's body is
 never changed. NEW.md may carry frontmatter with ``title``, ``tags`` and
 ``sources`` only; its first ``# `` heading, if any, is the title when the
-frontmatter has none. Its text is written inert.
+frontmatter has none. Its text is stored as written (``markdown.neutralize``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import ForestError
 from ..routes import mtm_path, parse_route, stm_path
 from . import parents
-from .markdown import check_linkable, check_title, clean_text, inert
+from .markdown import check_linkable, check_title, clean_text, neutralize
 from .transaction import Stage, run
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -68,8 +68,14 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
 
 def supersede(root: str | Path, old_id: str, file: str, transaction_id: str | None = None,
               wait: float = 0.0) -> dict[str, Any]:
+    from .capture import redact
+
     stem, meta, body = read_new_record(file)
     check_linkable(stem, "record")
+    redactions: dict[str, int] = {}
+    meta = {key: value if key == "sources" else redact(value, redactions)
+            for key, value in meta.items()}
+    body = redact(body, redactions)
     request = {"id": old_id, "name": stem, "frontmatter": meta, "body": body}
 
     def prepare(stage: Stage) -> None:
@@ -91,8 +97,9 @@ def supersede(root: str | Path, old_id: str, file: str, transaction_id: str | No
         new_id = parents.new_id(route.layer.key)
         parents.supersede(stage, old, new_id)
         sources = parents.checked_sources(stage, meta.get("sources") or [])
-        parents.create(stage, path, meta["title"], inert(body), {}, new_id, supersedes=old_id,
+        parents.create(stage, path, meta["title"], neutralize(body), {}, new_id, supersedes=old_id,
                        sources=sources, tags=meta.get("tags"))
-        stage.details.update({"path": path, "superseded": old, "id": new_id})
+        stage.details.update({"path": path, "superseded": old, "id": new_id,
+                              "redactions": redactions})
 
     return run(root, "supersede", request, transaction_id, prepare, wait)

@@ -11,6 +11,8 @@ writer or ``doctor --repair`` (``journal.recover``).
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from ..documents import sha256_hex
 from ..errors import ForestError
 from ..operations import result
 from ..routes import parse_route
-from ..safety import open_root
+from ..safety import FILE_MODE, open_root
 from . import journal, receipts
 from .check import check
 from .view import View
@@ -108,6 +110,7 @@ def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
         staged = {path: data for path, data in stage.changes.items() if view.read(path) != data}
         report = check(view, staged, stage.new_dirs)
         befores = {path: view.read(path) for path in staged}
+        widened = _wider_than_private(root, [path for path in staged if befores[path] is not None])
         refresh = sorted((set(view.stale) | view.refresh) - set(staged))
     finally:
         view.close()
@@ -121,6 +124,7 @@ def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
                      "before_sha256": None if befores[path] is None
                      else sha256_hex(befores[path])} for path, data in sorted(staged.items())],
         "created_dirs": list(stage.new_dirs) if staged else [],
+        "modes_restored": widened,
         "check": report,
         **stage.details,
     }
@@ -144,6 +148,16 @@ def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
         raise
     journal.finish(active)
     return receipt
+
+
+def _wider_than_private(root: Path, paths: list[str]) -> list[str]:
+    """The files this write replaces whose mode is wider than 0600 (an editor's 0644).
+
+    Every file is written 0600, so the write itself restores them; the receipt
+    says which, because the operator may have wanted the wider mode.
+    """
+    return sorted(path for path in paths
+                  if stat.S_IMODE(os.lstat(root / path).st_mode) & ~FILE_MODE)
 
 
 def _undo(root: Path, active: journal.Journal) -> None:

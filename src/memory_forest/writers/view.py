@@ -30,6 +30,8 @@ from ..layers import BY_KEY, LAYERS
 from ..routes import parse_route
 from ..safety import read_regular, walk
 
+_MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
+
 
 class View:
     def __init__(self, root: Path, config: Config | None = None) -> None:
@@ -142,8 +144,10 @@ class View:
             "SELECT path, sha256, size, mtime_ns FROM docs WHERE layer_number = ?",
             (layer.number,))}
         listing = walk(self.root, self.config.limits, under=layer.dirname)
-        if listing.issues:
-            issue = listing.issues[0]
+        # A wide mode is repairable, not a fault: a file the write replaces is written 0600.
+        faults = [issue for issue in listing.issues if issue.code not in _MODE_CODES]
+        if faults:
+            issue = faults[0]
             raise ForestError("forest_invalid", "a layer the write depends on has a problem; "
                               "run 'memory-forest validate ROOT'",
                               {"path": issue.path, "code": issue.code})
