@@ -188,7 +188,8 @@ def reduce_turn(con: Any, turn: str) -> str:
     tail = turn.encode("utf-8")[-TAIL_BYTES:].decode("utf-8", errors="ignore")
     head = turn[: len(turn) - len(tail)]
     if head and tail and head[-1].isalnum() and tail[0].isalnum():
-        cut = next((i for i, ch in enumerate(tail) if not ch.isalnum()), len(tail))
+        # Drop the word the cut split; a tail that is one word is kept as it is.
+        cut = next((i for i, ch in enumerate(tail) if not ch.isalnum()), 0)
         head, tail = head + tail[:cut], tail[cut:]
     rare = chosen_terms(con, query_terms(head), MAX_QUERY_TERMS)
     return f"{tail}\n{' '.join(rare)}"
@@ -198,7 +199,7 @@ def _phase(call: Any, root: Path, turn: str, limit: int, strict: bool) -> dict[s
     try:
         return call(root, turn, limit=limit, strict=strict)
     except ForestError as exc:
-        if exc.code == "query_not_searchable":
+        if exc.code in ("query_not_searchable", "query_empty"):
             return {}  # no searchable word: the phase ran and nothing can match
         raise
 
