@@ -100,7 +100,7 @@ def _results(outcome: dict[str, Any]) -> None:
         _out.print(f"{number:>2}. [bold]{_escape(item['title'])}[/]{flag}  "
                    f"[dim]{_escape(item['path'])}  score {item['score']:.3f}[/]")
         if item.get("body") is not None:
-            for line in _body_text(item["body"]).split("\n"):
+            for line in _body_text(item["body"]).removesuffix("\n").split("\n"):
                 _out.print(f"      {line}" if line else "", markup=False, highlight=False,
                            emoji=False)
 

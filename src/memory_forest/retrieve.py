@@ -353,12 +353,18 @@ def open_document(root: str | Path, path: str, allow_source_layers: bool = False
 
 
 def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, tuple | None]:
-    """The canonical path a name stands for, and its index row (None when not indexed)."""
+    """The canonical path a name stands for, and its index row (None when not indexed).
+
+    The extension is added only to a name that has none (``x.MD`` stays the
+    mistake it is), and a name is taken as an id only when it has no ``/``.
+    """
     import os
 
     from .routes import parse_route
 
-    candidates = [name, *(name + ext for ext in _EXTENSIONS if not name.endswith(ext))]
+    candidates = [name]
+    if not name.lower().endswith(_EXTENSIONS):
+        candidates += [name + ext for ext in _EXTENSIONS]
     parsed, first_error = [], None
     for candidate in candidates:
         try:
@@ -371,13 +377,14 @@ def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, tuple
                           (candidate,)).fetchone()
         if row is not None or os.path.lexists(root / candidate):
             return candidate, row
-    row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.doc_id = ? ORDER BY d.path "
-                      "LIMIT 1", (name,)).fetchone()
-    if row is not None:
-        return row[_PATH], row
+    if name and "/" not in name:
+        row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.doc_id = ? "
+                          "ORDER BY d.path LIMIT 1", (name,)).fetchone()
+        if row is not None:
+            return row[_PATH], row
     if parsed:
         return parsed[0], None  # a well-formed name with no file: not_found when read
-    if "/" not in name:
+    if name and "/" not in name and not name.lower().endswith(_EXTENSIONS):
         raise ForestError("not_found", "no document has this path or id", {"path": name[:500]})
     raise first_error
 
