@@ -121,6 +121,7 @@ def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str,
 
     if not terms:
         return {}
+    con.execute("PRAGMA temp_store = MEMORY")  # a few pages of words: no temporary file
     con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_vocab "
                 "USING fts5vocab(main, terms, row)")
     con.execute(f'CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_words USING fts5(word, '
