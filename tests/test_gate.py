@@ -181,7 +181,7 @@ def test_a_question_after_sixty_words_of_context_is_found(tmp_path, fmt):
     # Sixty distinct words of context that the forest holds (each in its own leaf), so that
     # by position alone the question's words would fall past the 48-term bound.
     context = [f"wordfiller{n}" for n in range(60)]
-    for number, word in enumerate(context):
+    for number in range(len(context)):
         write_doc(root, f"04 stm/kitchen/fermentation/filler-{number}.md", f"Filler {number}",
                   " ".join(context), f"stm-filler-{number}")
     operations.index(root)

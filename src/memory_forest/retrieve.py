@@ -107,6 +107,15 @@ def chosen_terms(con: sqlite3.Connection, terms: list[str],
     return present
 
 
+# Document frequencies already counted in this process, for one state of one index file:
+# the gate asks route and then retrieve about the same words. A count only steers which
+# words are searched, so one that went stale with a concurrent write would cost nothing
+# but a less apt choice; the key changes with the file anyway.
+_counted: dict[str, int] = {}
+_counted_for: list[tuple[int, ...]] = [()]
+_MAX_COUNTED = 200_000
+
+
 def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     """How many documents hold each term, as the index's own tokenizer sees it.
 
@@ -115,12 +124,29 @@ def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str,
     counts come from ``fts5vocab`` over the index, one lookup per term. Only
     the connection's TEMP schema is written: the index stays read-only.
     A word that yields several tokens counts as its rarest token; a term
-    missing from the result is held by no document.
+    held by no document counts 0.
     """
+    _forget_other_index(con)
+    wanted = [term for term in dict.fromkeys(terms) if term not in _counted]
+    if wanted:
+        _counted.update(_count(con, wanted))
+    return {term: _counted[term] for term in terms}
+
+
+def _forget_other_index(con: sqlite3.Connection) -> None:
+    import os
+
+    database = con.execute("PRAGMA database_list").fetchone()[2]
+    st = os.stat(database)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key != _counted_for[0] or len(_counted) > _MAX_COUNTED:
+        _counted.clear()
+        _counted_for[0] = key
+
+
+def _count(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     from .text import TOKENIZER
 
-    if not terms:
-        return {}
     con.execute("PRAGMA temp_store = MEMORY")  # a few pages of words: no temporary file
     con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_vocab "
                 "USING fts5vocab(main, terms, row)")
@@ -136,7 +162,9 @@ def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str,
                            ).fetchall()
     finally:
         con.execute("DELETE FROM temp.query_words")
-    return {terms[number]: count for number, count in rows if count}
+    counts = dict.fromkeys(terms, 0)
+    counts.update((terms[number], count) for number, count in rows)
+    return counts
 
 
 def _checked_limit(limit: int) -> int:
@@ -271,8 +299,10 @@ def _state_of(root: Path, path: str, indexed_sha256: str | None, max_bytes: int,
     try:
         data = read_regular(root, path, max_bytes)
     except ForestError as exc:
+        if strict and exc.code == "not_found":
+            raise _stale(path) from None
         if strict:
-            raise _stale(path) if exc.code == "not_found" else exc
+            raise
         missing = exc.code == "not_found"
         return {"verified": False, "changed_since_index": missing, "current_sha256": None,
                 "missing": missing, "read_error": None if missing else exc.code}, None
