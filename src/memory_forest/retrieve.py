@@ -314,11 +314,6 @@ def _state_of(root: Path, path: str, indexed_sha256: str | None, max_bytes: int,
             "missing": False, "read_error": None}, data
 
 
-def verify(root: Path, nodes: list[dict[str, Any]]) -> None:
-    """Re-hash every file; any difference from the index fails closed (``strict``)."""
-    check(root, [dict(node) for node in nodes], strict=True)
-
-
 def unverified(nodes: list[dict[str, Any]]) -> list[str]:
     """Paths of checked nodes whose file did not match the index, each once, in order."""
     return list(dict.fromkeys(node["path"] for node in nodes if not node["verified"]))
