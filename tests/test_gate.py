@@ -175,6 +175,26 @@ def test_a_70_kb_turn_finds_the_question_at_its_end(shared_example, fmt):
     assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
 
 
+PREAMBLE = (
+    "Quick background before my question: yesterday afternoon our neighbourhood "
+    "association finally finished repainting the community hall, replacing broken "
+    "chairs, reorganising volunteer schedules, ordering printer cartridges, updating "
+    "insurance paperwork, cataloguing donated library books, negotiating parking "
+    "arrangements, testing microphones, sweeping balconies, polishing trophies, "
+    "labelling storage crates, rehearsing speeches, photographing murals, inspecting "
+    "gutters, recycling cardboard, refreshing noticeboards and celebrating afterwards "
+    "with pizza, lemonade, balloons, karaoke, dominoes, juggling, origami."
+)
+
+
+def test_a_question_after_sixty_words_of_unrelated_context_is_found(shared_example):
+    turn = f"{PREAMBLE} Anyway: how cold should the kimchi fridge be?"
+    assert len(retrieve.query_terms(turn)) > retrieve.MAX_QUERY_TERMS
+    code, receipt, _, _ = run_gate(shared_example, turn)
+    assert code == 0 and receipt["status"] == "evidence_found"
+    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
+
+
 @pytest.mark.parametrize("fmt", ["receipt", "claude-code"])
 def test_a_question_after_sixty_words_of_context_is_found(tmp_path, fmt):
     root = new_forest(tmp_path, example=True)
