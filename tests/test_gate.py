@@ -160,6 +160,27 @@ def _log_paste(size: int) -> str:
     return "\n".join(lines)
 
 
+def test_a_long_turn_reduces_to_its_tail_and_the_rarest_words_before_it(shared_example):
+    from memory_forest.index import connect
+
+    question = " Which sesame did we toast for the za'atar?"
+    head = "kimchi " + _log_paste(gate.MAX_TURN_BYTES) + " splitword"
+    turn = head + "x" * 10 + question.ljust(gate.TAIL_BYTES - 10)
+    con = connect(shared_example)
+    try:
+        reduced = gate.reduce_turn(con, turn)
+        assert gate.reduce_turn(con, turn) == reduced  # deterministic
+        tail, rare = reduced.split("\n")
+        # Only words some document holds, at most the bound; the log's ids are in none.
+        frequencies = retrieve.document_frequencies(con, rare.split())
+    finally:
+        con.close()
+    assert tail.startswith(question)  # the word the cut split went with the head
+    assert turn.endswith(tail) and len(tail.encode()) <= gate.TAIL_BYTES
+    assert "kimchi" in rare.split() and len(rare.split()) <= retrieve.MAX_QUERY_TERMS
+    assert all(frequencies.values()) and not any(w.startswith("req") for w in rare.split())
+
+
 @pytest.mark.parametrize("fmt", ["receipt", "claude-code"])
 def test_a_70_kb_turn_finds_the_question_at_its_end(shared_example, fmt):
     turn = _log_paste(70_000) + "\n\nWhat temperature did we settle on for the kimchi fridge?"

@@ -60,6 +60,11 @@ OPERATION = "memory_forest_gate"
 SCHEMA_VERSION = 1
 MAX_TURN_BYTES = 64 * 1024  # a longer turn is searched through its reduction
 TAIL_BYTES = 8 * 1024  # the end of a long turn, where its question usually is
+# How much of the rest a reduction draws rare words from: the last MiB before the tail,
+# and of that the last 10,000 distinct words, so that even a paste at the hard cap
+# (or one of CJK text, where every character pair is a term) costs a bounded time.
+HEAD_WINDOW_BYTES = 1024 * 1024
+MAX_HEAD_TERMS = 10_000
 # The hard cap on what is read from stdin, turn or hook JSON alike: far above any paste
 # (a hook's JSON escapes can take six bytes per character), and still a bounded read.
 MAX_INPUT_BYTES = 16 * 1024 * 1024
@@ -178,9 +183,11 @@ def reduce_turn(con: Any, turn: str) -> str:
 
     The last ``TAIL_BYTES`` (cut on a character and a word boundary) are kept
     as written, because a question after a pasted log or a long preamble is
-    usually at the end; of everything before, the ``MAX_QUERY_TERMS`` words
-    the fewest documents hold (``retrieve.chosen_terms``) are added. Given
-    the same index, the same turn always reduces to the same text.
+    usually at the end; of the text before (its last ``HEAD_WINDOW_BYTES``,
+    and of those the last ``MAX_HEAD_TERMS`` distinct words), the
+    ``MAX_QUERY_TERMS`` words the fewest documents hold
+    (``retrieve.chosen_terms``) are added. Given the same index, the same
+    turn always reduces to the same text.
     """
     from .retrieve import MAX_QUERY_TERMS, chosen_terms
     from .text import query_terms
@@ -188,11 +195,19 @@ def reduce_turn(con: Any, turn: str) -> str:
     tail = turn.encode("utf-8")[-TAIL_BYTES:].decode("utf-8", errors="ignore")
     head = turn[: len(turn) - len(tail)]
     if head and tail and head[-1].isalnum() and tail[0].isalnum():
-        # Drop the word the cut split; a tail that is one word is kept as it is.
-        cut = next((i for i, ch in enumerate(tail) if not ch.isalnum()), 0)
+        # The cut split a word: it goes with the head (a tail of one word stays whole).
+        cut = _first_break(tail)
         head, tail = head + tail[:cut], tail[cut:]
-    rare = chosen_terms(con, query_terms(head), MAX_QUERY_TERMS)
+    window = head.encode("utf-8")[-HEAD_WINDOW_BYTES:].decode("utf-8", errors="ignore")
+    if len(window) < len(head):  # the window's first word may be cut: leave it out
+        window = window[_first_break(window):]
+    rare = chosen_terms(con, query_terms(window)[-MAX_HEAD_TERMS:], MAX_QUERY_TERMS)
     return f"{tail}\n{' '.join(rare)}"
+
+
+def _first_break(text: str) -> int:
+    """Where the first word of ``text`` ends (0 when it is all one word)."""
+    return next((i for i, ch in enumerate(text) if not ch.isalnum()), 0)
 
 
 def _phase(call: Any, root: Path, turn: str, limit: int, strict: bool) -> dict[str, Any]:
