@@ -127,10 +127,19 @@ def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str,
     held by no document counts 0.
     """
     _forget_other_index(con)
-    wanted = [term for term in dict.fromkeys(terms) if term not in _counted]
+    counts: dict[str, int] = {}
+    wanted = []
+    for term in dict.fromkeys(terms):  # one read per term: another thread may clear meanwhile
+        known = _counted.get(term)
+        if known is None:
+            wanted.append(term)
+        else:
+            counts[term] = known
     if wanted:
-        _counted.update(_count(con, wanted))
-    return {term: _counted[term] for term in terms}
+        fresh = _count(con, wanted)
+        _counted.update(fresh)
+        counts.update(fresh)
+    return {term: counts[term] for term in terms}
 
 
 def _forget_other_index(con: sqlite3.Connection) -> None:
