@@ -154,15 +154,7 @@ def _forget_other_index(con: sqlite3.Connection) -> None:
 
 
 def _count(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-    from .text import TOKENIZER
-
-    con.execute("PRAGMA temp_store = MEMORY")  # a few pages of words: no temporary file
-    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_vocab "
-                "USING fts5vocab(main, terms, row)")
-    con.execute(f'CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_words USING fts5(word, '
-                f'tokenize = "{TOKENIZER}")')
-    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens "
-                "USING fts5vocab(temp, query_words, instance)")
+    _create_vocabulary_tables(con)
     try:
         con.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)",
                         enumerate(terms))
@@ -174,6 +166,21 @@ def _count(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     counts = dict.fromkeys(terms, 0)
     counts.update((terms[number], count) for number, count in rows)
     return counts
+
+
+def _create_vocabulary_tables(con: sqlite3.Connection) -> None:
+    """The TEMP tables ``_count`` uses, once per connection."""
+    from .text import TOKENIZER
+
+    if con.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'query_words'").fetchone():
+        return
+    # Set before any TEMP table exists (changing it drops them): a few pages, no temp file.
+    con.execute("PRAGMA temp_store = MEMORY")
+    con.execute("CREATE VIRTUAL TABLE temp.index_vocab USING fts5vocab(main, terms, row)")
+    con.execute(f'CREATE VIRTUAL TABLE temp.query_words USING fts5(word, '
+                f'tokenize = "{TOKENIZER}")')
+    con.execute("CREATE VIRTUAL TABLE temp.query_tokens "
+                "USING fts5vocab(temp, query_words, instance)")
 
 
 def _checked_limit(limit: int) -> int:
