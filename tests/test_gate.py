@@ -14,10 +14,11 @@ from conftest import tree_state
 from forestkit import new_forest, write_doc
 
 from memory_forest import gate, operations, retrieve
-from memory_forest.gate import MAX_TURN_BYTES, MESSAGES
+from memory_forest.gate import MAX_INPUT_BYTES, MAX_TURN_BYTES, MESSAGES
 
 RECEIPT_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
-                "lookup_completed", "body_included", "route", "retrieve", "turn_sha256"}
+                "lookup_completed", "body_included", "route", "retrieve", "turn_sha256",
+                "turn_bytes", "turn_reduced", "unverified"}
 FAILURE_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
                 "lookup_completed", "body_included", "error", "turn_sha256"}
 # Both hosts' UserPromptSubmit output objects are closed (Codex publishes the schema).
@@ -69,6 +70,8 @@ def test_a_matching_turn_finds_evidence_with_the_exact_receipt_shape(shared_exam
     assert receipt["lookup_required"] is True and receipt["lookup_completed"] is True
     assert receipt["body_included"] is False
     assert receipt["turn_sha256"] == sha(turn)
+    assert receipt["turn_bytes"] == len(turn) and receipt["turn_reduced"] is False
+    assert receipt["unverified"] == []
     assert receipt["route"]["count"] == len(receipt["route"]["results"]) >= 1
     assert receipt["retrieve"]["count"] == len(receipt["retrieve"]["trails"]) >= 1
     assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
@@ -125,17 +128,112 @@ def test_an_unsearchable_turn_still_needs_a_readable_index(empty_forest):
     assert receipt["ok"] is False and receipt["error"]["code"] == "index_missing"
 
 
-def test_a_turn_at_the_bound_is_read_and_one_byte_more_fails_closed(shared_example):
+def test_a_turn_at_the_bound_is_searched_whole_and_a_longer_one_is_reduced(shared_example):
     at_bound = (b"a " * MAX_TURN_BYTES)[:MAX_TURN_BYTES]
     code, receipt, _, _ = run_gate(shared_example, at_bound)
     assert code == 0 and receipt["status"] == "no_evidence"
-    assert receipt["turn_sha256"] == sha(at_bound)
-    code, receipt, stdout, stderr = run_gate(shared_example, at_bound + b"kimchi")
-    assert code == 1 and set(receipt) == FAILURE_KEYS
+    assert receipt["turn_sha256"] == sha(at_bound) and receipt["turn_reduced"] is False
+    longer = at_bound + b"kimchi"
+    code, receipt, stdout, stderr = run_gate(shared_example, longer)
+    assert code == 0 and receipt["status"] == "evidence_found"
+    assert receipt["turn_reduced"] is True and receipt["turn_bytes"] == len(longer)
+    assert receipt["turn_sha256"] == sha(longer)  # the whole turn, never a prefix
+    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
+
+
+def test_only_input_over_the_hard_cap_is_refused():
+    receipt = gate.run("/nonexistent", b" " * (MAX_INPUT_BYTES + 1))
     assert receipt["error"] == {"code": "turn_too_large", "message": MESSAGES["turn_too_large"],
                                 "details": {}}
     assert receipt["turn_sha256"] is None  # never the hash of a silently cut prefix
-    assert "kimchi" not in stdout + stderr
+
+
+def _log_paste(size: int) -> str:
+    """A pasted log of about ``size`` bytes whose words the example forest does not hold."""
+    lines, total, number = [], 0, 0
+    while total < size:
+        line = (f"2026-11-30T09:{number % 60:02d}:00Z worker-{number % 7} INFO request "
+                f"id=req{number:06d} status=200 latency_ms={number % 97} path=/api/v2/items")
+        lines.append(line)
+        total += len(line) + 1
+        number += 1
+    return "\n".join(lines)
+
+
+def test_a_long_turn_reduces_to_its_tail_and_the_rarest_words_before_it(shared_example):
+    from memory_forest.index import connect
+
+    question = " Which sesame did we toast for the za'atar?"
+    head = "kimchi " + _log_paste(gate.MAX_TURN_BYTES) + " splitword"
+    turn = head + "x" * 10 + question.ljust(gate.TAIL_BYTES - 10)
+    con = connect(shared_example)
+    try:
+        reduced = gate.reduce_turn(con, turn)
+        assert gate.reduce_turn(con, turn) == reduced  # deterministic
+        tail, rare = reduced.split("\n")
+        # Only words some document holds, at most the bound; the log's ids are in none.
+        frequencies = retrieve.document_frequencies(con, rare.split())
+    finally:
+        con.close()
+    assert tail.startswith(question)  # the word the cut split went with the head
+    assert turn.endswith(tail) and len(tail.encode()) <= gate.TAIL_BYTES
+    assert "kimchi" in rare.split() and len(rare.split()) <= retrieve.MAX_QUERY_TERMS
+    assert all(frequencies.values()) and not any(w.startswith("req") for w in rare.split())
+
+
+@pytest.mark.parametrize("fmt", ["receipt", "claude-code"])
+def test_a_70_kb_turn_finds_the_question_at_its_end(shared_example, fmt):
+    turn = _log_paste(70_000) + "\n\nWhat temperature did we settle on for the kimchi fridge?"
+    assert len(turn.encode()) > 70_000
+    stdin = turn if fmt == "receipt" else hook_input(turn)
+    code, answer, _, stderr = run_gate(shared_example, stdin, "--format", fmt)
+    assert code == 0 and stderr == ""
+    receipt = answer if fmt == "receipt" else \
+        json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
+    assert receipt["status"] == "evidence_found" and receipt["turn_reduced"] is True
+    assert receipt["turn_bytes"] == len(turn.encode()) and receipt["turn_sha256"] == \
+        sha(turn.encode())
+    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
+
+
+PREAMBLE = (
+    "Quick background before my question: yesterday afternoon our neighbourhood "
+    "association finally finished repainting the community hall, replacing broken "
+    "chairs, reorganising volunteer schedules, ordering printer cartridges, updating "
+    "insurance paperwork, cataloguing donated library books, negotiating parking "
+    "arrangements, testing microphones, sweeping balconies, polishing trophies, "
+    "labelling storage crates, rehearsing speeches, photographing murals, inspecting "
+    "gutters, recycling cardboard, refreshing noticeboards and celebrating afterwards "
+    "with pizza, lemonade, balloons, karaoke, dominoes, juggling, origami."
+)
+
+
+def test_a_question_after_sixty_words_of_unrelated_context_is_found(shared_example):
+    turn = f"{PREAMBLE} Anyway: how cold should the kimchi fridge be?"
+    assert len(retrieve.query_terms(turn)) > retrieve.MAX_QUERY_TERMS
+    code, receipt, _, _ = run_gate(shared_example, turn)
+    assert code == 0 and receipt["status"] == "evidence_found"
+    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
+
+
+@pytest.mark.parametrize("fmt", ["receipt", "claude-code"])
+def test_a_question_after_sixty_words_of_context_is_found(tmp_path, fmt):
+    root = new_forest(tmp_path, example=True)
+    # Sixty distinct words of context that the forest holds (each in its own leaf), so that
+    # by position alone the question's words would fall past the 48-term bound.
+    context = [f"wordfiller{n}" for n in range(60)]
+    for number in range(len(context)):
+        write_doc(root, f"04 stm/kitchen/fermentation/filler-{number}.md", f"Filler {number}",
+                  " ".join(context), f"stm-filler-{number}")
+    operations.index(root)
+    turn = " ".join(context) + ". Anyway: how cold should the kimchi fridge be?"
+    stdin = turn if fmt == "receipt" else hook_input(turn)
+    code, answer, _, _ = run_gate(root, stdin, "--format", fmt)
+    receipt = answer if fmt == "receipt" else \
+        json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
+    assert code == 0 and receipt["status"] == "evidence_found"
+    assert receipt["turn_reduced"] is False
+    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
 
 
 def test_a_turn_that_is_not_utf8_fails_closed(shared_example):
@@ -182,7 +280,7 @@ def _symlink_root(root: Path) -> Path:
 
 @pytest.mark.parametrize("damage, code", [
     ("no_index", "index_missing"),
-    ("stale", "index_stale"),
+    ("stale_strict", "index_stale"),
     ("corrupt", "index_corrupt"),
     ("symlink_root", "root_symlink"),
     ("missing_root", "root_missing"),
@@ -194,7 +292,7 @@ def test_failures_carry_a_fixed_message_and_leak_nothing_private(tmp_path, damag
     if damage != "no_index":
         operations.index(root)
     target: Path = root
-    if damage == "stale":
+    if damage == "stale_strict":
         _stale(root)
     elif damage == "corrupt":
         _corrupt(root)
@@ -209,7 +307,8 @@ def test_failures_carry_a_fixed_message_and_leak_nothing_private(tmp_path, damag
     stdin = turn if fmt == "receipt" else json.dumps({"prompt": turn,
                                                       "hook_event_name": "UserPromptSubmit",
                                                       "cwd": str(tmp_path)})
-    exit_code, answer, stdout, stderr = run_gate(target, stdin, "--format", fmt)
+    strict = ("--strict",) if damage == "stale_strict" else ()
+    exit_code, answer, stdout, stderr = run_gate(target, stdin, "--format", fmt, *strict)
     if fmt == "receipt":
         assert exit_code == 1 and answer["ok"] is False and set(answer) == FAILURE_KEYS
         assert answer["error"] == {"code": code, "message": MESSAGES[code], "details": {}}
@@ -220,6 +319,61 @@ def test_failures_carry_a_fixed_message_and_leak_nothing_private(tmp_path, damag
     for private in (SECRET, "kimchi fridge", str(tmp_path), "Traceback", "Error:"):
         assert private not in stdout and private not in stderr
     assert stderr == ""
+
+
+@pytest.mark.parametrize("edit", ["append", "same_size"])
+def test_a_hand_edit_after_indexing_is_flagged_not_blocked(tmp_path, edit):
+    root = new_forest(tmp_path, example=True)
+    operations.index(root)
+    path = root / KIMCHI
+    data = path.read_bytes()
+    if edit == "append":  # echo x >> leaf
+        path.write_bytes(data + b"x\n")
+    else:  # one character replaced: same size, and the mtime may not even move
+        at = data.rindex(b"e")
+        path.write_bytes(data[:at] + b"E" + data[at + 1:])
+        assert path.stat().st_size == len(data)
+    code, receipt, _, _ = run_gate(root, "How cold should the kimchi fridge be?")
+    assert code == 0 and receipt["ok"] is True and receipt["status"] == "evidence_found"
+    leaf = receipt["retrieve"]["trails"][0]["nodes"][-1]
+    assert leaf["path"] == KIMCHI and leaf["verified"] is False
+    assert leaf["changed_since_index"] is True
+    assert leaf["current_sha256"] == sha(path.read_bytes()) != leaf["sha256"]
+    assert receipt["unverified"] == [KIMCHI]
+    owners = receipt["retrieve"]["trails"][0]["nodes"][:-1]
+    assert all(node["verified"] and not node["changed_since_index"] for node in owners)
+
+    _, answer, _, _ = run_gate(root, hook_input("How cold should the kimchi fridge be?"),
+                               "--format", "claude-code")
+    note, receipt_json = answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)
+    assert note.startswith(gate.UNTRUSTED_NOTE) and "changed since" in note and KIMCHI in note
+    compact = json.loads(receipt_json)
+    assert compact["unverified"] == [KIMCHI]
+    assert compact["retrieve"]["trails"][0]["nodes"][-1]["verified"] is False
+
+    code, receipt, _, _ = run_gate(root, "How cold should the kimchi fridge be?", "--strict")
+    assert code == 1 and receipt["error"]["code"] == "index_stale"
+
+
+def test_an_unreadable_node_is_flagged_unless_strict(tmp_path):
+    root = new_forest(tmp_path, example=True)
+    operations.index(root)
+    leaf = root / KIMCHI
+    moved = root / "kimchi.real"
+    leaf.rename(moved)
+    leaf.symlink_to(moved)  # a symlink swapped in since indexing
+    receipt = gate.run(root, b"How cold should the kimchi fridge be?")
+    assert receipt["ok"] is True and receipt["status"] == "evidence_found"
+    node = receipt["retrieve"]["trails"][0]["nodes"][-1]
+    assert node["path"] == KIMCHI and node["verified"] is False
+    assert node["read_error"] == "symlink" and node["current_sha256"] is None
+    assert receipt["unverified"] == [KIMCHI]
+    strict = gate.run(root, b"How cold should the kimchi fridge be?", strict=True)
+    assert strict["ok"] is False and strict["error"]["code"] == "symlink"
+    leaf.unlink()  # and a file that is gone is flagged missing
+    node = gate.run(root, b"How cold should the kimchi fridge be?")["retrieve"]["trails"][0][
+        "nodes"][-1]
+    assert node["missing"] is True and node["changed_since_index"] is True
 
 
 def test_an_unexpected_exception_is_internal_error_by_code_only(shared_example, monkeypatch):
@@ -271,8 +425,9 @@ def test_hook_format_adds_the_compact_receipt_as_context(shared_example, fmt):
     assert receipt["turn_sha256"] == sha(b"kimchi fridge")
     trail = receipt["retrieve"]["trails"][0]
     assert trail["nodes"][-1] == {"path": KIMCHI, "layer": "04 stm", "title": "Kimchi batch 7",
-                                  "status": "active"}
-    assert set(receipt["route"]["results"][0]) == {"path", "layer", "title", "status", "score"}
+                                  "status": "active", "verified": True}
+    assert set(receipt["route"]["results"][0]) == {"path", "layer", "title", "status",
+                                                   "verified", "score"}
 
 
 def test_hook_context_cuts_long_titles(tmp_path):
@@ -293,7 +448,6 @@ def test_hook_context_cuts_long_titles(tmp_path):
     ('{"prompt": 42}', "hook_input_invalid"),
     ('{"prompt": "kimchi", "hook_event_name": "PreToolUse"}', "hook_event_unsupported"),
     ('{"prompt": "\\ud800"}', "turn_not_utf8"),
-    (json.dumps({"prompt": "k" * (MAX_TURN_BYTES + 1)}), "turn_too_large"),
 ])
 def test_hook_format_blocks_on_bad_input(shared_example, stdin, code):
     exit_code, answer, _, _ = run_gate(shared_example, stdin, "--format", "claude-code")
@@ -351,11 +505,16 @@ def test_help_and_malformed_gate_lines_fall_through_to_typer(shared_example):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["gate", "R"], {"root": "R", "format": "receipt", "limit": 5}),
-    (["--json", "gate", "R", "--limit", "3"], {"root": "R", "format": "receipt", "limit": 3}),
-    (["gate", "--format=codex", "R", "--json"], {"root": "R", "format": "codex", "limit": 5}),
+    (["gate", "R"], {"root": "R", "format": "receipt", "limit": 5, "strict": False}),
+    (["--json", "gate", "R", "--limit", "3"],
+     {"root": "R", "format": "receipt", "limit": 3, "strict": False}),
+    (["gate", "--format=codex", "R", "--json"],
+     {"root": "R", "format": "codex", "limit": 5, "strict": False}),
     (["gate", "R", "--format", "claude-code", "--limit=7"],
-     {"root": "R", "format": "claude-code", "limit": 7}),
+     {"root": "R", "format": "claude-code", "limit": 7, "strict": False}),
+    (["gate", "R", "--strict"], {"root": "R", "format": "receipt", "limit": 5, "strict": True}),
+    (["gate", "--strict", "R", "--limit", "2"],
+     {"root": "R", "format": "receipt", "limit": 2, "strict": True}),
 ])
 def test_lean_parser_accepts_plain_complete_lines(args, expected):
     assert gate.lean_args(args) == expected
@@ -366,7 +525,7 @@ def test_lean_parser_accepts_plain_complete_lines(args, expected):
     ["gate", "R", "--limit"], ["gate", "R", "--limit", "x"], ["gate", "R", "--limit", "1",
                                                              "--limit", "2"],
     ["gate", "R", "--verbose"], ["gate", "R", "-n", "3"], ["gate", "--", "R"], ["route", "R", "q"],
-    [], ["gate", ""],
+    [], ["gate", ""], ["gate", "R", "--strict=yes"], ["gate", "R", "--strict", "--strict"],
 ])
 def test_lean_parser_leaves_everything_else_to_typer(args):
     assert gate.lean_args(args) is None

@@ -150,7 +150,8 @@ def test_same_size_edit_inside_the_racy_window_is_seen(tmp_path):
 
 def test_old_files_are_reused_by_size_and_mtime_and_retrieve_still_fails_closed(tmp_path):
     """Old files with the same size and mtime are not re-read (the fast path), so an edit
-    that forges both goes unseen by ``index``; ``retrieve`` re-hashes and refuses it."""
+    that forges both goes unseen by ``index``; ``retrieve`` re-hashes and flags it, and
+    refuses it with ``strict``."""
     forest = RandomForest(new_forest(tmp_path), random.Random(7))
     forest.populate(trees=1, branches=1, leaves=2)
     operations.index(forest.root)
@@ -165,8 +166,11 @@ def test_old_files_are_reused_by_size_and_mtime_and_retrieve_still_fails_closed(
     outcome = operations.index(forest.root)
     assert outcome["unchanged"] == outcome["documents"] == len(forest.docs)
     title = forest.docs[rel].title
+    flagged = [node for trail in retrieve.retrieve(forest.root, title)["trails"]
+               for node in trail["nodes"] if node["path"] == rel]
+    assert flagged and all(node["changed_since_index"] for node in flagged)
     with pytest.raises(ForestError) as caught:
-        retrieve.retrieve(forest.root, title)
+        retrieve.retrieve(forest.root, title, strict=True)
     assert caught.value.code == "index_stale"
     assert caught.value.details == {"path": rel}
     operations.index(forest.root, full=True)

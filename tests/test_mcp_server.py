@@ -87,7 +87,9 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(forest, tmp_pat
             assert len(tool["description"]) > 80
         assert set(tools["route"]["inputSchema"]["properties"]) == {"query", "limit", "layer"}
         assert set(tools["retrieve"]["inputSchema"]["properties"]) == \
-            {"query", "limit", "query_plan"}
+            {"query", "limit", "query_plan", "strict"}
+        assert set(tools["search"]["inputSchema"]["properties"]) == \
+            {"query", "limit", "layer", "strict"}
         assert set(tools["open"]["inputSchema"]["properties"]) == {"path",
                                                                    "allow_source_layers"}
         assert tools["open"]["inputSchema"]["required"] == ["path"]
@@ -144,14 +146,20 @@ def test_open_reads_a_fresh_body_and_refuses_the_rest(forest, tmp_path):
         assert daily["layer"] == "05 daily"
         error = await client.error("open", {"path": "04 stm/kitchen/fermentation/none.md"})
         assert error["code"] == "not_found"
-        # Changed since indexing: fail closed, never the old or the new bytes.
+        by_id = await client.call("open", {"path": "stm-kimchi-batch-7"})
+        assert by_id["path"] == KIMCHI and by_id["verified"] is True
+        # Changed since indexing: the current bytes, flagged.
         (forest / KIMCHI).write_text("rewritten after indexing\n", encoding="utf-8")
-        error = await client.error("open", {"path": KIMCHI})
-        assert error["code"] == "index_stale" and error["details"] == {"path": KIMCHI}
+        opened = await client.call("open", {"path": KIMCHI})
+        assert opened["body"] == "rewritten after indexing\n"
+        assert opened["verified"] is False and opened["changed_since_index"] is True
         write_doc(forest, "04 stm/kitchen/fermentation/new.md", "New", "not indexed yet")
-        error = await client.error("open", {"path": "04 stm/kitchen/fermentation/new.md"})
-        assert error["code"] == "index_stale"
-        found = await client.error("retrieve", {"query": "kimchi"})
+        new = await client.call("open", {"path": "04 stm/kitchen/fermentation/new.md"})
+        assert new["indexed"] is False and "not indexed yet" in new["body"]
+        found = await client.call("retrieve", {"query": "kimchi fermentation"})
+        assert KIMCHI in [node["path"] for trail in found["trails"] for node in trail["nodes"]
+                          if not node["verified"]]
+        found = await client.error("retrieve", {"query": "kimchi", "strict": True})
         assert found["code"] == "index_stale"
 
     serve(forest, scenario, tmp_path / "stderr.log")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -54,14 +55,31 @@ def test_open_refuses_paths_that_are_not_indexed_documents(shared_example, path,
     raises_code(lambda: open_document(shared_example, path), code)
 
 
-def test_open_fails_closed_on_a_changed_or_unindexed_file(tmp_path):
+def test_open_returns_current_bytes_of_a_changed_or_unindexed_file(tmp_path):
     root = new_forest(tmp_path, example=True)
     operations.index(root)
-    write_doc(root, "04 stm/kitchen/fermentation/late.md", "Late", "written after indexing")
-    raises_code(lambda: open_document(root, "04 stm/kitchen/fermentation/late.md"),
-                "index_stale")
+    late = "04 stm/kitchen/fermentation/late.md"
+    write_doc(root, late, "Late", "written after indexing")
+    opened = open_document(root, late)
+    assert opened["indexed"] is False and opened["verified"] is False
+    assert opened["title"] == "Late" and "written after indexing" in opened["body"]
+    assert opened["body"] == (root / late).read_text(encoding="utf-8")
     (root / KIMCHI).write_bytes((root / KIMCHI).read_bytes().replace(b"day 10", b"day 11"))
-    raises_code(lambda: open_document(root, KIMCHI), "index_stale")
+    opened = open_document(root, KIMCHI)
+    assert opened["indexed"] is True and opened["verified"] is False
+    assert opened["changed_since_index"] is True and "day 11" in opened["body"]
+    assert opened["current_sha256"] == hashlib.sha256((root / KIMCHI).read_bytes()).hexdigest()
+    assert opened["sha256"] != opened["current_sha256"]  # the indexed hash, for comparison
+
+
+def test_open_takes_the_wikilink_form_and_a_document_id(shared_example):
+    by_path = open_document(shared_example, KIMCHI)
+    assert by_path["verified"] is True and by_path["indexed"] is True
+    assert open_document(shared_example, KIMCHI.removesuffix(".md")) == by_path
+    assert open_document(shared_example, "stm-kimchi-batch-7") == by_path
+    raises_code(lambda: open_document(shared_example, "no-such-id"), "not_found")
+    raises_code(lambda: open_document(shared_example, "04 stm/kitchen/fermentation/nothing"),
+                "not_found")
 
 
 def test_open_refuses_a_symlink_swapped_in_after_indexing(tmp_path):

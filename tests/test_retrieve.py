@@ -16,9 +16,11 @@ from memory_forest import operations, retrieve
 from memory_forest.errors import ForestError
 from memory_forest.queryplan import QueryPlan
 
-NODE_KEYS = {"path", "layer", "title", "id", "status", "sha256", "size", "mtime_ns"}
-TRAIL_KEYS = {"nodes", "complete", "score", "status", "original_query_matched",
-              "matched_query_plan_probe_count", "canonical_parent_child"}
+NODE_KEYS = {"path", "layer", "title", "id", "status", "sha256", "size", "mtime_ns", "verified",
+             "changed_since_index", "current_sha256", "missing", "read_error"}
+TRAIL_KEYS = {"nodes", "complete", "missing", "reason", "score", "status",
+              "original_query_matched", "matched_query_plan_probe_count",
+              "canonical_parent_child"}
 KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
 
 
@@ -60,7 +62,8 @@ def test_leaf_match_gives_a_complete_root_first_trail(shapes):
                      "04 stm/garden/beds/soil.md"]
     assert [node["layer"] for node in trail["nodes"]] == ["01 xltm", "02 ltm", "03 mtm",
                                                             "04 stm"]
-    assert trail["complete"] is True
+    assert trail["complete"] is True and trail["missing"] == [] and trail["reason"] is None
+    assert all(node["verified"] and not node["changed_since_index"] for node in trail["nodes"])
     assert trail["canonical_parent_child"] == [
         {"parent": paths[0], "child": paths[1]},
         {"parent": paths[1], "child": paths[2]},
@@ -84,7 +87,7 @@ def test_match_above_stm_gives_a_partial_trail_ending_there(shapes, query, depth
     outcome = retrieve.retrieve(shapes, query)
     assert outcome["count"] == 1  # never a fan-out over what the match owns
     trail = outcome["trails"][0]
-    assert trail["complete"] is False
+    assert trail["complete"] is False and trail["reason"] == "no_leaf" and trail["missing"] == []
     assert len(trail["nodes"]) == depth
     assert trail["nodes"][0]["path"] == "01 xltm/XLTM.md"
     assert len(trail["canonical_parent_child"]) == depth - 1
@@ -222,26 +225,53 @@ def _append(root: Path, rel: str, text: bytes) -> None:
     write_file(root, rel, (root / rel).read_bytes() + text)
 
 
-def test_changed_leaf_on_a_trail_fails_closed(example):
+def test_changed_leaf_on_a_trail_is_flagged_and_strict_fails_closed(example):
     _append(example, KIMCHI, b"\nDay 14: ready.\n")
+    outcome = retrieve.retrieve(example, "김치")
+    leaf = outcome["trails"][0]["nodes"][-1]
+    assert leaf["path"] == KIMCHI and leaf["verified"] is False
+    assert leaf["changed_since_index"] is True and leaf["missing"] is False
+    assert leaf["current_sha256"] == hashlib.sha256((example / KIMCHI).read_bytes()).hexdigest()
     with pytest.raises(ForestError) as caught:
-        retrieve.retrieve(example, "김치")
+        retrieve.retrieve(example, "김치", strict=True)
     assert caught.value.code == "index_stale"
     assert caught.value.details == {"path": KIMCHI}
 
 
-def test_changed_owner_on_a_trail_fails_closed(example):
-    _append(example, "03 mtm/kitchen/fermentation.md", b"\nA new note.\n")
+def test_changed_owner_on_a_trail_is_flagged_and_strict_fails_closed(example):
+    owner = "03 mtm/kitchen/fermentation.md"
+    _append(example, owner, b"\nA new note.\n")
+    nodes = retrieve.retrieve(example, "김치")["trails"][0]["nodes"]
+    assert [node["path"] for node in nodes if not node["verified"]] == [owner]
     with pytest.raises(ForestError) as caught:
-        retrieve.retrieve(example, "김치")
-    assert caught.value.details == {"path": "03 mtm/kitchen/fermentation.md"}
+        retrieve.retrieve(example, "김치", strict=True)
+    assert caught.value.details == {"path": owner}
 
 
-def test_deleted_file_on_a_trail_fails_closed(example):
+def test_deleted_file_on_a_trail_is_flagged_missing_and_strict_fails_closed(example):
     (example / KIMCHI).unlink()
+    leaf = retrieve.retrieve(example, "김치")["trails"][0]["nodes"][-1]
+    assert (leaf["path"], leaf["missing"], leaf["current_sha256"]) == (KIMCHI, True, None)
     with pytest.raises(ForestError) as caught:
-        retrieve.retrieve(example, "김치")
+        retrieve.retrieve(example, "김치", strict=True)
     assert (caught.value.code, caught.value.details) == ("index_stale", {"path": KIMCHI})
+
+
+def test_an_owner_missing_from_the_index_makes_the_trail_partial(example):
+    import sqlite3
+
+    owner = "03 mtm/kitchen/fermentation.md"
+    # What the index holds when it left the owner out for a problem of its own.
+    con = sqlite3.connect(example / ".memory-forest" / "index.sqlite3")
+    with con:
+        rowid = con.execute("SELECT rowid FROM docs WHERE path = ?", (owner,)).fetchone()[0]
+        con.execute("DELETE FROM terms WHERE rowid = ?", (rowid,))
+        con.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+    con.close()
+    trail = retrieve.retrieve(example, "김치")["trails"][0]
+    assert trail["nodes"][-1]["path"] == KIMCHI and owner not in [n["path"] for n in trail["nodes"]]
+    assert trail["complete"] is False
+    assert (trail["missing"], trail["reason"]) == ([owner], "owner_not_indexed")
 
 
 def test_change_off_the_returned_trails_does_not_block(example):
@@ -250,14 +280,22 @@ def test_change_off_the_returned_trails_does_not_block(example):
     assert owners(outcome) == ["04 stm/greenhouse/irrigation/tomato-leaf-spots.md"]
 
 
-def test_search_bodies_need_a_fresh_hash_but_metadata_does_not(example):
-    indexed = retrieve.search(example, "kimchi")
+def test_search_bodies_are_the_current_bytes_and_say_when_they_changed(example):
+    indexed = retrieve.search(example, "kimchi", include_body=True)
+    assert indexed["results"][0]["verified"] is True
     _append(example, KIMCHI, b"\nDay 14: ready.\n")
-    with pytest.raises(ForestError) as caught:
-        retrieve.search(example, "kimchi", include_body=True)
-    assert (caught.value.code, caught.value.details) == ("index_stale", {"path": KIMCHI})
+    outcome = retrieve.search(example, "kimchi", include_body=True)
+    hit = next(item for item in outcome["results"] if item["path"] == KIMCHI)
+    assert hit["body"] == (example / KIMCHI).read_text(encoding="utf-8")
+    assert "Day 14: ready." in hit["body"]
+    assert hit["verified"] is False and hit["changed_since_index"] is True
+    assert hit["sha256"] == indexed["results"][0]["sha256"] != hit["current_sha256"]
     metadata = retrieve.search(example, "kimchi")
-    assert metadata == indexed  # still served from the index, and says which hash it vouches
+    assert metadata["results"][0]["changed_since_index"] is True and "body" not in \
+        metadata["results"][0]
+    with pytest.raises(ForestError) as caught:
+        retrieve.search(example, "kimchi", include_body=True, strict=True)
+    assert (caught.value.code, caught.value.details) == ("index_stale", {"path": KIMCHI})
     assert retrieve.route(example, "kimchi")["count"] == 1
 
 
@@ -389,10 +427,35 @@ def test_no_body_text_in_any_output_unless_asked(tmp_path):
     assert sentinel in with_body
 
 
-def test_only_the_first_words_of_a_long_paste_are_looked_up(shared_example):
+def test_words_the_index_lacks_never_crowd_out_the_question(shared_example):
     filler = " ".join(f"zq{n}x" for n in range(retrieve.MAX_QUERY_TERMS))
     first = retrieve.retrieve(shared_example, f"kimchi {filler}")
     last = retrieve.retrieve(shared_example, f"{filler} kimchi")
     kimchi = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
     assert first["trails"][0]["nodes"][-1]["path"] == kimchi
-    assert all(trail["nodes"][-1]["path"] != kimchi for trail in last["trails"])
+    assert last["trails"][0]["nodes"][-1]["path"] == kimchi
+
+
+def test_the_term_bound_keeps_the_rarest_terms(tmp_path):
+    root = new_forest(tmp_path, example=True)
+    common = [f"everywhere{n}" for n in range(retrieve.MAX_QUERY_TERMS)]
+    for number in range(4):
+        write_doc(root, f"04 stm/kitchen/fermentation/common-{number}.md", f"Common {number}",
+                  " ".join(common), f"stm-common-{number}")
+    rare = "04 stm/kitchen/fermentation/rare.md"
+    write_doc(root, rare, "Rare", "Saltpangolin brine.", "stm-rare")
+    operations.index(root)
+    from memory_forest.index import connect
+
+    con = connect(root)
+    terms = [*common, "saltpangolin", "zzabsentzz"]
+    chosen = retrieve.chosen_terms(con, terms)
+    assert len(chosen) == retrieve.MAX_QUERY_TERMS and "saltpangolin" in chosen
+    assert "zzabsentzz" not in chosen and chosen == [t for t in terms if t in chosen]
+    # Frequencies use the index's own folding and stemming.
+    frequencies = retrieve.document_frequencies(con, ["KIMCHI", "Everywhere0", "fermenting"])
+    assert frequencies["Everywhere0"] == 4 and frequencies["KIMCHI"] >= 1
+    assert frequencies["fermenting"] >= 1  # stems like 'fermentation' in the index
+    con.close()
+    outcome = retrieve.retrieve(root, " ".join(common) + " saltpangolin")
+    assert rare in owners(outcome)  # by position alone, the 49th word was never searched

@@ -207,6 +207,7 @@ def doctor(
 Query = Annotated[str, typer.Argument(help="Literal text; punctuation and operators are data.",
                                       metavar="QUERY")]
 Limit = Annotated[int, typer.Option("--limit", "-n", help="At most this many results (1-100).")]
+_STRICT = "Fail closed (index_stale) when a file changed since indexing, instead of flagging it."
 Layers = Annotated[
     list[str] | None,
     typer.Option("--layer", "-l", help="Layer to search (key, number or directory); repeatable. "
@@ -250,8 +251,9 @@ def search(
     limit: Limit = 10,
     layer: Layers = None,
     include_body: Annotated[
-        bool, typer.Option("--include-body", help="Add current bodies after a fresh hash check.")
+        bool, typer.Option("--include-body", help="Add the files' current bodies.")
     ] = False,
+    strict: Annotated[bool, typer.Option("--strict", help=_STRICT)] = False,
 ) -> None:
     """Full-text search over bodies. Metadata only unless --include-body.
 
@@ -260,7 +262,7 @@ def search(
     from . import retrieve
 
     _emit("search", lambda: retrieve.search(root, query, limit=limit, layers=layer,
-                                            include_body=include_body))
+                                            include_body=include_body, strict=strict))
 
 
 # The retrieve command's option table, shared with the lean parser of ``entry.main``.
@@ -277,6 +279,7 @@ def retrieve(
     query_plan: Annotated[
         str | None, typer.Option("--query-plan", help="QueryPlan JSON file, or - for stdin.")
     ] = _RETRIEVE["query-plan"][1],
+    strict: Annotated[bool, typer.Option("--strict", help=_STRICT)] = _RETRIEVE["strict"][1],
 ) -> None:
     """Root-first trails XLTM -> LTM -> MTM -> STM, re-hashed against the files.
 
@@ -284,7 +287,8 @@ def retrieve(
     """
     from . import retrieve as retrieval
 
-    _emit("retrieve", lambda: retrieval.retrieve_command(root, query, limit, query_plan))
+    _emit("retrieve", lambda: retrieval.retrieve_command(root, query, limit, query_plan,
+                                                         strict))
 
 
 class _progress:
@@ -491,6 +495,9 @@ def gate(
     limit: Annotated[
         int, typer.Option("--limit", help="At most this many route results and trails (1-10).")
     ] = _GATE["limit"][1],
+    strict: Annotated[
+        bool, typer.Option("--strict", help=_STRICT)
+    ] = _GATE["strict"][1],
 ) -> None:
     """Consult memory for one user turn read on stdin: route, then retrieve; print a receipt.
 
@@ -501,20 +508,21 @@ def gate(
     """
     from .gate import run_process
 
-    raise typer.Exit(run_process(str(root), format=format, limit=limit))
+    raise typer.Exit(run_process(str(root), format=format, limit=limit, strict=strict))
 
 
 @app.command("open")
 def open_command(
     root: Root,
     path: Annotated[
-        str, typer.Argument(help="Root-relative path, as route and retrieve print it.")
+        str, typer.Argument(help="Root-relative path as route and retrieve print it, the same "
+                            "without its extension (the wikilink form), or a document id.")
     ],
     allow_source_layers: Annotated[
         bool, typer.Option("--allow-source-layers", help="Allow a Daily or ISTM source file.")
     ] = False,
 ) -> None:
-    """Print the current body of one indexed document after a fresh hash check.
+    """Print the current body of one document, flagged when it differs from the index.
 
     Example: memory-forest open ~/memory "04 stm/kitchen/fermentation/kimchi-batch-7.md"
     """

@@ -7,7 +7,8 @@ returns one receipt::
     {"schema_version": 1, "operation": "memory_forest_gate", "ok": true,
      "status": "evidence_found" | "no_evidence" | "noop",
      "lookup_required": bool, "lookup_completed": bool, "body_included": false,
-     "route": {"count", "results"}, "retrieve": {"count", "trails"}, "turn_sha256"}
+     "route": {"count", "results"}, "retrieve": {"count", "trails"}, "turn_sha256",
+     "turn_bytes", "turn_reduced", "unverified"}
 
 Decisions the receipt encodes:
 
@@ -16,8 +17,19 @@ Decisions the receipt encodes:
 - A turn with no searchable word (punctuation, stopwords) is ``no_evidence``
   with ``lookup_completed: true``: the root and the index were opened and
   checked, both phases ran, and nothing can match such a turn.
-- Every result the receipt names was re-hashed against its file just now; a
-  changed file fails the gate with ``index_stale``.
+- Every result the receipt names was re-hashed against its file just now. A
+  file changed since indexing is flagged on its node (``verified: false``,
+  ``changed_since_index``) and listed in ``unverified``; the status stays
+  ``evidence_found`` and the hook context names those files. ``strict``
+  fails the gate with ``index_stale`` instead.
+- Size never blocks a turn. A turn over ``MAX_TURN_BYTES`` is reduced
+  deterministically (``reduce_turn``: its last ``TAIL_BYTES`` plus the rarest
+  words of the rest) and the receipt says ``turn_reduced: true``;
+  ``turn_sha256`` and ``turn_bytes`` always describe the whole turn. Only
+  input over the hard cap ``MAX_INPUT_BYTES`` is refused.
+- The gate fails (and a hook blocks the turn) only when memory cannot be
+  consulted at all: no forest, no index, a corrupt index, a forest-level
+  fault.
 
 A failure is ``ok: false`` with a code from a fixed set and a fixed message
 for that code: never the turn, an absolute path or exception text. The gate
@@ -46,10 +58,17 @@ from .errors import ForestError
 
 OPERATION = "memory_forest_gate"
 SCHEMA_VERSION = 1
-MAX_TURN_BYTES = 64 * 1024
-# A hook wraps the turn in JSON: escapes can take six bytes per character, plus
-# the host's own fields (session id, paths, ...).
-MAX_HOOK_BYTES = 8 * MAX_TURN_BYTES
+MAX_TURN_BYTES = 64 * 1024  # a longer turn is searched through its reduction
+TAIL_BYTES = 8 * 1024  # the end of a long turn, where its question usually is
+# How much of the rest a reduction draws rare words from: the last MiB before the tail,
+# and of that the last 10,000 distinct words, so that even a paste at the hard cap
+# (or one of CJK text, where every character pair is a term) costs a bounded time.
+HEAD_WINDOW_BYTES = 1024 * 1024
+MAX_HEAD_TERMS = 10_000
+# The hard cap on what is read from stdin, turn or hook JSON alike: far above any paste
+# (a hook's JSON escapes can take six bytes per character), and still a bounded read.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+MAX_HOOK_BYTES = MAX_INPUT_BYTES
 MAX_LIMIT = 10
 MAX_TITLE_CHARS = 120  # titles in hook context are cut to this many characters
 HOOK_FORMATS = ("claude-code", "codex")
@@ -61,6 +80,7 @@ HOOK_EVENT = "UserPromptSubmit"
 OPTIONS: dict[str, tuple[type, Any]] = {
     "format": (str, "receipt"),
     "limit": (int, 5),
+    "strict": (bool, False),
 }
 
 UNTRUSTED_NOTE = (
@@ -84,9 +104,10 @@ MESSAGES: dict[str, str] = {
     "symlink": "a symlink inside the forest was refused",
     "config_invalid": "the forest config cannot be used; run 'memory-forest doctor ROOT'",
     "file_unreadable": "a memory file could not be read safely",
-    "turn_too_large": f"the turn is larger than {MAX_TURN_BYTES} bytes; the gate never truncates",
+    "turn_too_large": f"the turn is larger than the gate's input cap of {MAX_INPUT_BYTES} bytes",
     "turn_not_utf8": "the turn is not UTF-8 text",
-    "hook_input_too_large": f"the hook input is larger than {MAX_HOOK_BYTES} bytes",
+    "hook_input_too_large": f"the hook input is larger than the gate's input cap of "
+                            f"{MAX_HOOK_BYTES} bytes",
     "hook_input_invalid": "the hook input is not a JSON object with a string 'prompt'",
     "hook_event_unsupported": f"the gate answers only the {HOOK_EVENT} hook event",
     "format_unknown": f"unknown format; use one of: {', '.join(FORMATS)}",
@@ -110,13 +131,14 @@ class _Refused(Exception):
 # --- the gate operation ---------------------------------------------------------------------
 
 
-def run(root: str | Path, data: bytes, limit: int = OPTIONS["limit"][1]) -> dict[str, Any]:
-    """The receipt for one turn given as raw bytes (UTF-8, at most ``MAX_TURN_BYTES``).
+def run(root: str | Path, data: bytes, limit: int = OPTIONS["limit"][1],
+        strict: bool = OPTIONS["strict"][1]) -> dict[str, Any]:
+    """The receipt for one turn given as raw bytes (UTF-8, at most ``MAX_INPUT_BYTES``).
 
     Never raises: every failure becomes a failure receipt.
     """
-    # The hash of an oversized turn would be the hash of a prefix: better none at all.
-    digest = _sha256(data) if len(data) <= MAX_TURN_BYTES else None
+    # The hash of a turn over the cap would be the hash of a prefix: better none at all.
+    digest = _sha256(data) if len(data) <= MAX_INPUT_BYTES else None
     try:
         if digest is None:
             raise _Refused("turn_too_large")
@@ -124,12 +146,13 @@ def run(root: str | Path, data: bytes, limit: int = OPTIONS["limit"][1]) -> dict
             turn = data.decode("utf-8")
         except UnicodeDecodeError:
             raise _Refused("turn_not_utf8") from None
-        return _lookup(root, turn, digest, limit)
+        return _lookup(root, turn, digest, limit, strict)
     except (Exception, KeyboardInterrupt) as exc:  # the gate's edge: a bounded receipt
         return failure(_code_of(exc), digest)
 
 
-def _lookup(root: str | Path, turn: str, digest: str, limit: int) -> dict[str, Any]:
+def _lookup(root: str | Path, turn: str, digest: str, limit: int,
+            strict: bool) -> dict[str, Any]:
     """Route, then retrieve, one turn; both phases run for every non-blank turn."""
     from . import retrieve as retrieval
     from .index import connect
@@ -137,31 +160,71 @@ def _lookup(root: str | Path, turn: str, digest: str, limit: int) -> dict[str, A
 
     if not 1 <= limit <= MAX_LIMIT:
         raise _Refused("limit_out_of_range")
+    size = len(turn.encode("utf-8"))
     if not turn.strip():
-        return _receipt("noop", digest, [], [], required=False)
+        return _receipt("noop", digest, size, False, [], [], required=False)
     root_path = open_root(root)
     # Prove the index is there and readable even for a turn no phase can search.
-    connect(root_path).close()
-    routed = _phase(retrieval.route, root_path, turn, limit)
-    found = _phase(retrieval.retrieve, root_path, turn, limit)
-    results, trails = routed.get("results", []), found.get("trails", [])
-    # retrieve re-hashed its trails; route results are vouched for the same way.
-    retrieval.verify(root_path, results)
-    status = "evidence_found" if results or trails else "no_evidence"
-    return _receipt(status, digest, results, trails, required=True)
-
-
-def _phase(call: Any, root: Path, turn: str, limit: int) -> dict[str, Any]:
+    con = connect(root_path)
     try:
-        return call(root, turn, limit=limit)
+        reduced = size > MAX_TURN_BYTES
+        query = reduce_turn(con, turn) if reduced else turn
+    finally:
+        con.close()
+    routed = _phase(retrieval.route, root_path, query, limit, strict)
+    found = _phase(retrieval.retrieve, root_path, query, limit, strict)
+    results, trails = routed.get("results", []), found.get("trails", [])
+    status = "evidence_found" if results or trails else "no_evidence"
+    return _receipt(status, digest, size, reduced, results, trails, required=True)
+
+
+def reduce_turn(con: Any, turn: str) -> str:
+    """A long turn cut to what is searched: its end, plus the rarest words before it.
+
+    The last ``TAIL_BYTES`` (cut on a character and a word boundary) are kept
+    as written, because a question after a pasted log or a long preamble is
+    usually at the end; of the text before (its last ``HEAD_WINDOW_BYTES``,
+    and of those the last ``MAX_HEAD_TERMS`` distinct words), the
+    ``MAX_QUERY_TERMS`` words the fewest documents hold
+    (``retrieve.chosen_terms``) are added. Given the same index, the same
+    turn always reduces to the same text.
+    """
+    from .retrieve import MAX_QUERY_TERMS, chosen_terms
+    from .text import query_terms
+
+    tail = turn.encode("utf-8")[-TAIL_BYTES:].decode("utf-8", errors="ignore")
+    head = turn[: len(turn) - len(tail)]
+    if head and tail and head[-1].isalnum() and tail[0].isalnum():
+        # The cut split a word: it goes with the head (a tail of one word stays whole).
+        cut = _first_break(tail)
+        head, tail = head + tail[:cut], tail[cut:]
+    window = head.encode("utf-8")[-HEAD_WINDOW_BYTES:].decode("utf-8", errors="ignore")
+    if len(window) < len(head):  # the window's first word may be cut: leave it out
+        window = window[_first_break(window):]
+    rare = chosen_terms(con, query_terms(window)[-MAX_HEAD_TERMS:], MAX_QUERY_TERMS)
+    return f"{tail}\n{' '.join(rare)}"
+
+
+def _first_break(text: str) -> int:
+    """Where the first word of ``text`` ends (0 when it is all one word)."""
+    return next((i for i, ch in enumerate(text) if not ch.isalnum()), 0)
+
+
+def _phase(call: Any, root: Path, turn: str, limit: int, strict: bool) -> dict[str, Any]:
+    try:
+        return call(root, turn, limit=limit, strict=strict)
     except ForestError as exc:
-        if exc.code == "query_not_searchable":
+        if exc.code in ("query_not_searchable", "query_empty"):
             return {}  # no searchable word: the phase ran and nothing can match
         raise
 
 
-def _receipt(status: str, turn_sha256: str, results: list[dict[str, Any]],
-             trails: list[dict[str, Any]], required: bool) -> dict[str, Any]:
+def _receipt(status: str, turn_sha256: str, turn_bytes: int, reduced: bool,
+             results: list[dict[str, Any]], trails: list[dict[str, Any]],
+             required: bool) -> dict[str, Any]:
+    from .retrieve import unverified
+
+    nodes = [*results, *(node for trail in trails for node in trail["nodes"])]
     return {
         "schema_version": SCHEMA_VERSION,
         "operation": OPERATION,
@@ -173,6 +236,9 @@ def _receipt(status: str, turn_sha256: str, results: list[dict[str, Any]],
         "route": {"count": len(results), "results": results},
         "retrieve": {"count": len(trails), "trails": trails},
         "turn_sha256": turn_sha256,
+        "turn_bytes": turn_bytes,
+        "turn_reduced": reduced,
+        "unverified": unverified(nodes),
     }
 
 
@@ -216,12 +282,13 @@ def _sha256(data: bytes) -> str:
 # --- host adapters --------------------------------------------------------------------------
 
 
-def answer(root: str | Path, raw: bytes, format: str, limit: int) -> tuple[dict[str, Any], int]:
+def answer(root: str | Path, raw: bytes, format: str, limit: int,
+           strict: bool = False) -> tuple[dict[str, Any], int]:
     """The object to print and the exit code for one gate run in ``format``."""
     if format not in FORMATS:
         return failure("format_unknown"), 2
     if format == "receipt":
-        receipt = run(root, raw, limit)
+        receipt = run(root, raw, limit, strict)
         if receipt["ok"]:
             return receipt, 0
         return receipt, 2 if receipt["error"]["code"] in _USAGE else 1
@@ -229,7 +296,7 @@ def answer(root: str | Path, raw: bytes, format: str, limit: int) -> tuple[dict[
         turn = _hook_prompt(raw)
     except (Exception, KeyboardInterrupt) as exc:  # fail closed: the host blocks the turn
         return hook_output(failure(_code_of(exc))), 0
-    return hook_output(run(root, turn, limit)), 0
+    return hook_output(run(root, turn, limit, strict)), 0
 
 
 def _hook_prompt(raw: bytes) -> bytes:
@@ -266,8 +333,17 @@ def hook_output(receipt: dict[str, Any]) -> dict[str, Any]:
         return {"decision": "block",
                 "reason": f"Memory Forest could not consult memory for this prompt, so it was "
                           f"not sent [{error['code']}]: {error['message']}."}
-    context = f"{UNTRUSTED_NOTE}\n{dumps(compact(receipt))}"
+    context = f"{UNTRUSTED_NOTE}{_changed_note(receipt)}\n{dumps(compact(receipt))}"
     return {"hookSpecificOutput": {"hookEventName": HOOK_EVENT, "additionalContext": context}}
+
+
+def _changed_note(receipt: dict[str, Any]) -> str:
+    """A sentence naming the files that no longer match the index, or nothing."""
+    paths = receipt["unverified"]
+    if not paths:
+        return ""
+    return (" These files changed since memory was last indexed (their entries may be out "
+            "of date; open one to read its current text): " + "; ".join(paths) + ".")
 
 
 def compact(receipt: dict[str, Any]) -> dict[str, Any]:
@@ -291,19 +367,20 @@ def _brief(node: dict[str, Any]) -> dict[str, Any]:
     if len(title) > MAX_TITLE_CHARS:
         title = title[: MAX_TITLE_CHARS - 1] + "…"
     return {"path": node["path"], "layer": node["layer"], "title": title,
-            "status": node["status"]}
+            "status": node["status"], "verified": node["verified"]}
 
 
 # --- the process edge -----------------------------------------------------------------------
 
 
 def run_process(root: str, format: str = OPTIONS["format"][1], limit: int = OPTIONS["limit"][1],
-                stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> int:
+                strict: bool = OPTIONS["strict"][1], stdin: BinaryIO | None = None,
+                stdout: TextIO | None = None) -> int:
     """Read the turn (or hook input) from stdin, print one JSON object, return the exit code."""
     from .jsonio import dumps
 
     source = stdin if stdin is not None else sys.stdin.buffer
-    bound = MAX_TURN_BYTES if format == "receipt" else MAX_HOOK_BYTES
+    bound = MAX_INPUT_BYTES if format == "receipt" else MAX_HOOK_BYTES
     try:
         raw = source.read(bound + 1)  # one byte over the bound is enough to refuse
     except (OSError, ValueError):
@@ -312,7 +389,7 @@ def run_process(root: str, format: str = OPTIONS["format"][1], limit: int = OPTI
         outcome, code = (failure("internal_error"), 1) if format == "receipt" else \
             (hook_output(failure("internal_error")), 0)
     else:
-        outcome, code = answer(root, raw, format, limit)
+        outcome, code = answer(root, raw, format, limit, strict)
     (stdout or sys.stdout).write(dumps(outcome) + "\n")
     return code
 

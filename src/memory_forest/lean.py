@@ -22,8 +22,9 @@ def parse(args: list[str], command: str, positionals: tuple[str, ...],
 
     Accepts the positionals in order (a leading ``root`` may be left out
     when a default root is set: see ``userconfig``), each option of ``options`` as
-    ``--name value`` or ``--name=value`` (at most once) and ``--json``
-    anywhere. ``--help``, an unknown or repeated option, a short option, a
+    ``--name value`` or ``--name=value`` (at most once), an option whose
+    type is ``bool`` as a bare ``--name`` flag (true when given), and
+    ``--json`` anywhere. ``--help``, an unknown or repeated option, a short option, a
     missing or ill-typed value, ``--`` or an empty positional return None.
     Option names come back with ``-`` turned into ``_``.
     """
@@ -38,6 +39,11 @@ def parse(args: list[str], command: str, positionals: tuple[str, ...],
             name, has_value, value = arg[2:].partition("=")
             if name not in options or name in values:
                 return None
+            if options[name][0] is bool:
+                if has_value:
+                    return None  # a flag takes no value; typer explains that
+                values[name] = True
+                continue
             if not has_value:
                 value = next(rest, None)
                 if value is None:

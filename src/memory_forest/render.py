@@ -136,11 +136,35 @@ def _results(outcome: dict[str, Any]) -> None:
     if not outcome["results"]:
         _out.print("no matches")
     for number, item in enumerate(outcome["results"], start=1):
-        flag = f" [yellow]({item['status']})[/]" if item["status"] != "active" else ""
+        notes = [item["status"]] if item["status"] != "active" else []
+        notes += _file_notes(item)
+        flag = f" [yellow]({', '.join(notes)})[/]" if notes else ""
         _out.print(f"{number:>2}. [bold]{_escape(item['title'])}[/]{flag}  "
                    f"[dim]{_escape(item['path'])}  score {item['score']:.3f}[/]")
-        if "body" in item:
-            _out.print(_escape(item["body"]), markup=False)
+        if item.get("body") is not None:
+            for line in _body_text(item["body"]).removesuffix("\n").split("\n"):
+                _out.print(f"      {line}" if line else "", markup=False, highlight=False,
+                           emoji=False)
+
+
+def _file_notes(node: dict[str, Any]) -> list[str]:
+    """What a re-hash found about a node's file, as short words for a listing."""
+    if node.get("missing"):
+        return ["file missing"]
+    if node.get("read_error"):
+        return [f"unreadable: {node['read_error']}"]
+    if node.get("indexed") is False:
+        return ["not indexed"]
+    if node.get("changed_since_index"):
+        return ["changed since index"]
+    return []
+
+
+def _body_text(body: str) -> str:
+    """A body as terminal text: its line breaks and tabs kept, other control characters
+    shown inert (an escape sequence in memory must never reach the terminal)."""
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}",
+                  body)
 
 
 def _trails(outcome: dict[str, Any]) -> None:
@@ -157,8 +181,12 @@ def _trails(outcome: dict[str, Any]) -> None:
         note = f" [yellow]({', '.join(notes)})[/]" if notes else ""
         _out.print(f"{number:>2}. score {trail['score']:.3f}{note}")
         for depth, node in enumerate(trail["nodes"]):
-            _out.print(f"    {'  ' * depth}{_escape(node['title'])}  "
+            flags = _file_notes(node)
+            flag = f" [yellow]({', '.join(flags)})[/]" if flags else ""
+            _out.print(f"    {'  ' * depth}{_escape(node['title'])}{flag}  "
                        f"[dim]{_escape(node['path'])}[/]")
+        for path in trail.get("missing", []):
+            _out.print(f"    [yellow]not indexed:[/] [dim]{_escape(path)}[/]")
 def _schedule_print(outcome: dict[str, Any]) -> None:
     """The entry text goes to stdout exactly, so it can be piped; the hints go to stderr."""
     import sys
@@ -208,13 +236,12 @@ def _maintain(outcome: dict[str, Any]) -> None:
 
 
 def _open(outcome: dict[str, Any]) -> None:
-    flag = f" [yellow]({outcome['status']})[/]" if outcome["status"] != "active" else ""
+    notes = [outcome["status"]] if outcome["status"] != "active" else []
+    notes += _file_notes(outcome)
+    flag = f" [yellow]({', '.join(notes)})[/]" if notes else ""
     _out.print(f"[bold]{_escape(outcome['title'])}[/]{flag}  [dim]{_escape(outcome['path'])}  "
                f"sha256 {outcome['sha256'][:12]}[/]", emoji=False)
-    # Line breaks and tabs are the text's own; every other control character is shown inert.
-    body = re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]",
-                  lambda m: f"\\x{ord(m.group()):02x}", outcome["body"])
-    _out.print(body, markup=False, highlight=False, emoji=False)
+    _out.print(_body_text(outcome["body"]), markup=False, highlight=False, emoji=False)
 
 
 def _status(outcome: dict[str, Any]) -> None:

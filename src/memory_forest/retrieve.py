@@ -2,8 +2,11 @@
 
 Everything here returns metadata only, except ``search`` with an explicit
 ``include_body`` and ``open_document``, the explicit read of one body.
-Anything that vouches for current content re-hashes the canonical file first
-and fails closed with ``index_stale`` when it changed.
+Every result is re-hashed against its file before it is returned and says
+what it found (``verified``, ``changed_since_index``, ``current_sha256``):
+a hand edit since the last ``index`` is a flag on the result, not a failure,
+and bodies are always the file's current bytes. With ``strict`` a changed
+file fails closed with ``index_stale`` instead.
 
 Kept light on purpose: this module runs in a fresh process on every agent
 turn, so it imports only sqlite3, hashlib and the text analyzer.
@@ -20,8 +23,8 @@ from .layers import layer_for
 from .text import query_terms
 
 DEFAULT_LIMIT = 10
-# A pasted page can hold thousands of distinct words; the first ones carry the
-# question, and the bound keeps every lookup's cost bounded too.
+# A pasted page can hold thousands of distinct words; the rarest ones in the index
+# carry the question, and the bound keeps every lookup's cost bounded too.
 MAX_QUERY_TERMS = 48
 MAX_LIMIT = 100
 STRUCTURED = (1, 2, 3, 4)
@@ -43,6 +46,7 @@ COMMON_MIN_DOCS = 500  # ... and in more than this many: small forests score eve
 CLI_OPTIONS: dict[str, tuple[type, Any]] = {
     "limit": (int, DEFAULT_LIMIT),
     "query-plan": (str, None),
+    "strict": (bool, False),
 }
 
 _NODE_COLUMNS = ("rowid", "path", "layer", "layer_number", "title", "doc_id", "status",
@@ -73,13 +77,110 @@ def _near_pairs(terms: list[str], common: frozenset[str] = frozenset()) -> str:
 
 
 def _checked_query(query: str) -> list[str]:
+    """Every distinct searchable word of the query; which ones are searched is
+    ``chosen_terms``'s choice, made against the index."""
     if not query or not query.strip():
         raise usage_error("query_empty", "the query is empty")
-    terms = query_terms(query)[:MAX_QUERY_TERMS]
+    terms = query_terms(query)
     if not terms:
         raise ForestError("query_not_searchable",
                           "the query has no searchable words (only stopwords or punctuation)")
     return terms
+
+
+def chosen_terms(con: sqlite3.Connection, terms: list[str],
+                 bound: int = MAX_QUERY_TERMS) -> list[str]:
+    """The terms worth searching, in query order: those the index holds, the rarest first.
+
+    A term no document holds cannot match and is dropped; of the rest, at
+    most ``bound`` are kept, fewest documents first (on a tie the later term,
+    since a long turn usually ends with its question). Choosing by rarity
+    rather than position is what lets a question after a long preamble or a
+    pasted log be found.
+    """
+    frequency = document_frequencies(con, terms)
+    present = [term for term in terms if frequency.get(term)]
+    if len(present) > bound:
+        order = sorted(range(len(present)), key=lambda i: (frequency[present[i]], -i))
+        keep = set(order[:bound])
+        present = [term for i, term in enumerate(present) if i in keep]
+    return present
+
+
+# Document frequencies already counted in this process, for one state of one index file:
+# the gate asks route and then retrieve about the same words. A count only steers which
+# words are searched, so one that went stale with a concurrent write would cost nothing
+# but a less apt choice; the key changes with the file anyway.
+_counted: dict[str, int] = {}
+_counted_for: list[tuple[int, ...]] = [()]
+_MAX_COUNTED = 200_000
+
+
+def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+    """How many documents hold each term, as the index's own tokenizer sees it.
+
+    The words are tokenized by SQLite itself (a TEMP FTS5 table with the
+    index's tokenizer), so folding and stemming match the index exactly; the
+    counts come from ``fts5vocab`` over the index, one lookup per term. Only
+    the connection's TEMP schema is written: the index stays read-only.
+    A word that yields several tokens counts as its rarest token; a term
+    held by no document counts 0.
+    """
+    _forget_other_index(con)
+    counts: dict[str, int] = {}
+    wanted = []
+    for term in dict.fromkeys(terms):  # one read per term: another thread may clear meanwhile
+        known = _counted.get(term)
+        if known is None:
+            wanted.append(term)
+        else:
+            counts[term] = known
+    if wanted:
+        fresh = _count(con, wanted)
+        _counted.update(fresh)
+        counts.update(fresh)
+    return {term: counts[term] for term in terms}
+
+
+def _forget_other_index(con: sqlite3.Connection) -> None:
+    import os
+
+    database = con.execute("PRAGMA database_list").fetchone()[2]
+    st = os.stat(database)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key != _counted_for[0] or len(_counted) > _MAX_COUNTED:
+        _counted.clear()
+        _counted_for[0] = key
+
+
+def _count(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+    _create_vocabulary_tables(con)
+    try:
+        con.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)",
+                        enumerate(terms))
+        rows = con.execute("SELECT q.doc, min(coalesce(v.doc, 0)) FROM temp.query_tokens q "
+                           "LEFT JOIN temp.index_vocab v ON v.term = q.term GROUP BY q.doc"
+                           ).fetchall()
+    finally:
+        con.execute("DELETE FROM temp.query_words")
+    counts = dict.fromkeys(terms, 0)
+    counts.update((terms[number], count) for number, count in rows)
+    return counts
+
+
+def _create_vocabulary_tables(con: sqlite3.Connection) -> None:
+    """The TEMP tables ``_count`` uses, once per connection."""
+    from .text import TOKENIZER
+
+    if con.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'query_words'").fetchone():
+        return
+    # Set before any TEMP table exists (changing it drops them): a few pages, no temp file.
+    con.execute("PRAGMA temp_store = MEMORY")
+    con.execute("CREATE VIRTUAL TABLE temp.index_vocab USING fts5vocab(main, terms, row)")
+    con.execute(f'CREATE VIRTUAL TABLE temp.query_words USING fts5(word, '
+                f'tokenize = "{TOKENIZER}")')
+    con.execute("CREATE VIRTUAL TABLE temp.query_tokens "
+                "USING fts5vocab(temp, query_words, instance)")
 
 
 def _checked_limit(limit: int) -> int:
@@ -147,66 +248,97 @@ def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], lim
 
 
 def route(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-          layers: list[str] | None = None) -> dict[str, Any]:
+          layers: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
     """Candidates whose path or title matches: where in the forest to look."""
-    from .operations import result
-
-    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
-    _, con = _open(root)
-    with con:
-        hits = _hits(con, _any_of(terms), wanted, limit, columns="title path")
-    results = [{**_node(row), "score": score} for row, score in hits]
-    return result("route", count=len(results), results=results)
-
-
-def search(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-           layers: list[str] | None = None, include_body: bool = False) -> dict[str, Any]:
-    """Documents whose body matches. Bodies only with ``include_body``, after a fresh hash."""
     from .operations import result
 
     terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
     root_path, con = _open(root)
     with con:
-        hits = _hits(con, _any_of(terms), wanted, limit)
+        terms = chosen_terms(con, terms)
+        hits = _hits(con, _any_of(terms), wanted, limit, columns="title path") if terms else []
     results = [{**_node(row), "score": score} for row, score in hits]
+    check(root_path, results, strict)
+    return result("route", count=len(results), results=results)
+
+
+def search(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
+           layers: list[str] | None = None, include_body: bool = False,
+           strict: bool = False) -> dict[str, Any]:
+    """Documents whose body matches. Bodies only with ``include_body``: the current bytes."""
+    from .operations import result
+
+    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
+    root_path, con = _open(root)
+    with con:
+        terms = chosen_terms(con, terms)
+        hits = _hits(con, _any_of(terms), wanted, limit) if terms else []
+    results = [{**_node(row), "score": score} for row, score in hits]
+    bodies = check(root_path, results, strict)
     if include_body:
         for item in results:
-            item["body"] = fresh_text(root_path, item["path"], item["sha256"])
+            data = bodies.get(item["path"])
+            item["body"] = None if data is None else data.decode("utf-8", errors="replace")
     return result("search", count=len(results), results=results, body_included=include_body)
 
 
-def fresh_text(root: Path, path: str, indexed_sha256: str) -> str:
-    """The current text of a file, only if it still has the indexed hash."""
-    data = _current_bytes(root, path, _max_file_bytes(root))
-    if _sha256(data) != indexed_sha256:
-        raise _stale(path)
-    return data.decode("utf-8", errors="replace")
+# --- checking results against the files ----------------------------------------------------
 
 
-def verify(root: Path, nodes: list[dict[str, Any]]) -> None:
-    """Re-hash every file; any difference from the index fails closed."""
+def check(root: Path, nodes: list[dict[str, Any]], strict: bool = False) -> dict[str, bytes]:
+    """Re-hash each node's file now and flag the node with what was found.
+
+    Every node gains ``verified`` (the bytes equal the indexed ones),
+    ``changed_since_index``, ``current_sha256`` (null when the file cannot be
+    read), ``missing`` (the file is gone) and ``read_error`` (the code when it
+    could not be read safely: a symlink swapped in, permissions, a file grown
+    past max_file_bytes). A changed file is still a good candidate: what the
+    index knew of it is probably still mostly true, and the caller can open
+    it. With ``strict`` any difference fails closed with ``index_stale`` and a
+    read error with its own code, as a caller that vouches for content needs.
+    Returns the bytes read, by path, so a body is never read twice.
+    """
     max_bytes = _max_file_bytes(root)
-    for path, node in {node["path"]: node for node in nodes}.items():
-        data = _current_bytes(root, path, max_bytes)
-        if len(data) != node["size"] or _sha256(data) != node["sha256"]:
-            raise _stale(path)
+    seen: dict[str, tuple[dict[str, Any], bytes | None]] = {}
+    for node in nodes:
+        path = node["path"]
+        if path not in seen:
+            seen[path] = _state_of(root, path, node["sha256"], max_bytes, strict)
+        node.update(seen[path][0])
+    return {path: data for path, (_, data) in seen.items() if data is not None}
+
+
+def _state_of(root: Path, path: str, indexed_sha256: str | None, max_bytes: int,
+              strict: bool) -> tuple[dict[str, Any], bytes | None]:
+    from .safety import read_regular
+
+    try:
+        data = read_regular(root, path, max_bytes)
+    except ForestError as exc:
+        if strict and exc.code == "not_found":
+            raise _stale(path) from None
+        if strict:
+            raise
+        missing = exc.code == "not_found"
+        return {"verified": False, "changed_since_index": missing, "current_sha256": None,
+                "missing": missing, "read_error": None if missing else exc.code}, None
+    current = _sha256(data)
+    changed = current != indexed_sha256
+    if changed and strict:
+        raise _stale(path)
+    return {"verified": not changed, "changed_since_index": changed, "current_sha256": current,
+            "missing": False, "read_error": None}, data
+
+
+def unverified(nodes: list[dict[str, Any]]) -> list[str]:
+    """Paths of checked nodes whose file did not match the index, each once, in order."""
+    return list(dict.fromkeys(node["path"] for node in nodes if not node["verified"]))
 
 
 def _max_file_bytes(root: Path) -> int:
     from .config import load_config
 
     return load_config(root).limits["max_file_bytes"]
-
-
-def _current_bytes(root: Path, path: str, max_bytes: int) -> bytes:
-    from .safety import read_regular
-
-    try:
-        return read_regular(root, path, max_bytes)
-    except ForestError as exc:
-        if exc.code == "not_found":
-            raise _stale(path) from None
-        raise
 
 
 def _sha256(data: bytes) -> str:
@@ -223,37 +355,115 @@ def _stale(path: str) -> ForestError:
 # --- open -----------------------------------------------------------------------------------
 
 SOURCE_LAYERS = (5, 6)  # Daily and ISTM: raw sources, opened only when asked for by name
+_EXTENSIONS = (".md", ".jsonl")  # what a wikilink-style name without extension may mean
 
 
 def open_document(root: str | Path, path: str, allow_source_layers: bool = False
                   ) -> dict[str, Any]:
-    """The current body of one indexed document, by root-relative path, after a fresh hash.
+    """The current bytes of one document, named by path, path without extension, or id.
 
-    The path must be canonical (``routes.parse_route``), so nothing outside
-    the layers can be named. Daily and ISTM files need ``allow_source_layers``.
-    A file that is not in the index, or whose bytes changed since indexing,
-    fails with ``index_stale``; a path with no file fails with ``not_found``.
+    A name is tried as a canonical path (``routes.parse_route``), then with
+    its extension added (the form a wikilink uses), then as a document id;
+    nothing outside the layers can be named. Daily and ISTM files need
+    ``allow_source_layers``. The body is always what the file holds now: the
+    result says whether that matches the index (``verified``,
+    ``changed_since_index``), and a canonical file the index does not hold
+    (new since the last ``index``, or left out of it for a problem) is
+    returned with ``indexed: false``. A name with no file fails with
+    ``not_found``.
     """
     from .operations import result
-    from .routes import parse_route
 
-    layer = parse_route(path).layer
+    root_path, con = _open(root)
+    with con:
+        path, row = _resolve(con, root_path, path)
+    layer = layer_for(path.split("/", 1)[0])
     if layer.number in SOURCE_LAYERS and not allow_source_layers:
         raise usage_error("source_layer_not_allowed",
                           f"'{layer.dirname}' is a raw source layer; ask for it explicitly "
                           "(allow_source_layers)", path=path)
-    root_path, con = _open(root)
-    with con:
-        row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?",
-                          (path,)).fetchone()
     if row is None:
+        return result("open", **_unindexed(root_path, path), body_included=True, indexed=False)
+    node = _node(row)
+    data = check(root_path, [node]).get(path)
+    if data is None:  # gone or unreadable since indexing: nothing current to return
         from .safety import read_regular
 
-        read_regular(root_path, path, _max_file_bytes(root_path))  # not_found when absent
-        raise _stale(path)  # on disk but not in the index: the index is behind
-    node = _node(row)
-    body = fresh_text(root_path, path, node["sha256"])
-    return result("open", **node, body=body, body_included=True)
+        read_regular(root_path, path, _max_file_bytes(root_path))  # raises its own code
+    return result("open", **node, body=data.decode("utf-8", errors="replace"),
+                  body_included=True, indexed=True)
+
+
+def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, tuple | None]:
+    """The canonical path a name stands for, and its index row (None when not indexed).
+
+    The extension is added only to a name that has none (``x.MD`` stays the
+    mistake it is), and a name is taken as an id only when it has no ``/``.
+    """
+    import os
+
+    from .routes import parse_route
+
+    candidates = [name]
+    if not name.lower().endswith(_EXTENSIONS):
+        candidates += [name + ext for ext in _EXTENSIONS]
+    parsed, first_error = [], None
+    for candidate in candidates:
+        try:
+            parse_route(candidate)
+        except ForestError as exc:
+            first_error = first_error or exc
+            continue
+        parsed.append(candidate)
+        row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?",
+                          (candidate,)).fetchone()
+        if row is not None or os.path.lexists(root / candidate):
+            return candidate, row
+    if name and "/" not in name:
+        row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.doc_id = ? "
+                          "ORDER BY d.path LIMIT 1", (name,)).fetchone()
+        if row is not None:
+            return row[_PATH], row
+    if parsed:
+        return parsed[0], None  # a well-formed name with no file: not_found when read
+    if name and "/" not in name and not name.lower().endswith(_EXTENSIONS):
+        raise ForestError("not_found", "no document has this path or id", {"path": name[:500]})
+    raise first_error
+
+
+def _unindexed(root: Path, path: str) -> dict[str, Any]:
+    """Metadata and current body of a canonical file the index does not hold."""
+    import os
+
+    from .safety import read_regular
+
+    data = read_regular(root, path, _max_file_bytes(root))  # not_found when absent
+    text = data.decode("utf-8", errors="replace")
+    meta = _frontmatter(text)
+    title = meta.get("title")
+    status = meta.get("status")
+    doc_id = meta.get("id")
+    current = _sha256(data)
+    return {"path": path, "layer": path.split("/", 1)[0],
+            "title": title if isinstance(title, str) else path.rsplit("/", 1)[-1],
+            "id": doc_id if isinstance(doc_id, str) else None,
+            "status": status if isinstance(status, str) else "active",
+            "sha256": current, "size": len(data),
+            "mtime_ns": os.lstat(root / path).st_mtime_ns,
+            "verified": False, "changed_since_index": False, "current_sha256": current,
+            "missing": False, "read_error": None, "body": text}
+
+
+def _frontmatter(text: str) -> dict[str, Any]:
+    """Best-effort frontmatter of a file that may be unindexed for a bad one."""
+    if not text.startswith(("---", "\ufeff---")):
+        return {}
+    from .documents import split_frontmatter
+
+    try:
+        return split_frontmatter(text)[0]
+    except ValueError:
+        return {}
 
 
 # --- retrieve -------------------------------------------------------------------------------
@@ -274,24 +484,26 @@ class _Trail:
 
 
 def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-             plan: Any = None) -> dict[str, Any]:
-    """Root-first trails XLTM -> LTM -> MTM -> STM for a query, verified against the files.
+             plan: Any = None, strict: bool = False) -> dict[str, Any]:
+    """Root-first trails XLTM -> LTM -> MTM -> STM for a query, checked against the files.
 
     ``plan`` is a parsed ``QueryPlan`` (or None). Trails with evidence from the
     original query always rank ahead of trails found only by plan probes.
+    Every node is re-hashed and flagged (``check``); ``strict`` fails closed
+    on a changed file instead.
     """
     from .operations import result
 
     queries = [_checked_query(query)]
-    queries += [query_terms(probe.query)[:MAX_QUERY_TERMS]
-                for probe in (plan.probes if plan is not None else [])]
+    queries += [query_terms(probe.query) for probe in (plan.probes if plan is not None else [])]
     limit = _checked_limit(limit)
     root_path, con = _open(root)
     with con:
+        queries = [chosen_terms(con, terms) for terms in queries]
         trails, statuses = _trails(con, queries, depth=max(limit * 5, 50))
         ranked = sorted(trails, key=lambda t: _rank_key(t, statuses))[:limit]
         _fill_nodes(con, ranked)
-    verify(root_path, [node for trail in ranked for node in trail.nodes])
+    check(root_path, [node for trail in ranked for node in trail.nodes], strict)
     return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
                   body_included=False, probes=len(queries) - 1)
 
@@ -358,14 +570,14 @@ def _scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]
 
 
 def retrieve_command(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-                     query_plan: str | None = None) -> dict[str, Any]:
+                     query_plan: str | None = None, strict: bool = False) -> dict[str, Any]:
     """``retrieve`` as the command line has it: a QueryPlan given as a file or ``-``."""
     plan = None
     if query_plan is not None:
         from . import queryplan
 
         plan = queryplan.load(query_plan)
-    return retrieve(root, query, limit=limit, plan=plan)
+    return retrieve(root, query, limit=limit, plan=plan, strict=strict)
 
 
 def lean_args(args: list[str]) -> dict[str, Any] | None:
@@ -467,9 +679,13 @@ def _rank_key(trail: _Trail, statuses: dict[str, str]) -> tuple:
 
 def _render(trail: _Trail) -> dict[str, Any]:
     nodes = trail.nodes
+    missing = [path for path in trail.paths if path not in {node["path"] for node in nodes}]
+    complete = not missing and len(nodes) == 4
     return {
         "nodes": nodes,
-        "complete": len(nodes) == 4 and nodes[0]["layer"] == "01 xltm",
+        "complete": complete,
+        "missing": missing,
+        "reason": None if complete else "owner_not_indexed" if missing else "no_leaf",
         "score": trail.score,
         "status": trail.owner["status"],
         "original_query_matched": 0 in trail.evidence,

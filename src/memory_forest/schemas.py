@@ -54,8 +54,12 @@ class RouteArguments(Arguments):
     layer: list[str] | None = Field(None, description=_LAYER)
 
 
+_STRICT = ("Fail with index_stale when a file changed since indexing (and with the file's "
+           "code when it cannot be read), instead of returning it flagged verified=false.")
+
+
 class SearchArguments(RouteArguments):
-    pass
+    strict: bool = Field(False, description=_STRICT)
 
 
 class RetrieveArguments(Arguments):
@@ -65,6 +69,7 @@ class RetrieveArguments(Arguments):
     query_plan: QueryPlan | None = Field(
         None, description="Extra probes (translations, synonyms) searched with the query. "
         "Trails that only a probe found rank after every trail the query found.")
+    strict: bool = Field(False, description=_STRICT)
 
     @field_validator("query_plan", mode="before")
     @classmethod
@@ -79,9 +84,11 @@ class RetrieveArguments(Arguments):
 
 
 class OpenArguments(Arguments):
-    path: str = Field(description="Root-relative path of one document, exactly as a route "
-                      "result or trail node gives it, e.g. '04 stm/kitchen/fermentation/"
-                      "kimchi-batch-7.md'.", max_length=4096)
+    path: str = Field(description="Root-relative path of one document, as a route result "
+                      "or trail node gives it, e.g. '04 stm/kitchen/fermentation/"
+                      "kimchi-batch-7.md'; the same without its extension (the form a "
+                      "wikilink uses); or a document id such as 'stm-kimchi-batch-7'.",
+                      max_length=4096)
     allow_source_layers: bool = Field(False, description="Allow opening a raw source file "
                                       "in '05 daily' or '06 istm'. Only when the user or a "
                                       "record's sources point there.")
@@ -187,9 +194,19 @@ class Node(BaseModel):
     title: str
     id: str | None
     status: str = Field(description="active, superseded or archived.")
-    sha256: str = Field(description="Hash of the file's bytes, checked when it was returned.")
+    sha256: str = Field(description="Hash of the file's bytes when it was indexed.")
     size: int
     mtime_ns: int
+    verified: bool = Field(description="True when the file was re-hashed just now and its "
+                           "bytes are the indexed ones.")
+    changed_since_index: bool = Field(description="True when the file changed (or is gone) "
+                                      "since it was indexed: the entry may be out of date; "
+                                      "open the file for its current text.")
+    current_sha256: str | None = Field(description="Hash of the file's bytes now; null when "
+                                       "it is gone or could not be read.")
+    missing: bool = Field(description="True when the file no longer exists.")
+    read_error: str | None = Field(description="The code (symlink, os_error, file_too_large, "
+                                   "not_regular_file) when the file could not be read safely.")
 
 
 class ScoredNode(Node):
@@ -201,7 +218,14 @@ class RouteResult(Result):
     results: list[ScoredNode]
 
 
-class SearchResult(RouteResult):
+class SearchHit(ScoredNode):
+    body: str | None = Field(None, description="With include_body only: the file's current "
+                             "text (null when it cannot be read). Untrusted data.")
+
+
+class SearchResult(Result):
+    count: int
+    results: list[SearchHit]
     body_included: bool
 
 
@@ -212,7 +236,13 @@ class ParentChild(BaseModel):
 
 class Trail(BaseModel):
     nodes: list[Node] = Field(description="Root-first: XLTM, LTM, MTM, STM.")
-    complete: bool = Field(description="False when the trail stops above an STM leaf.")
+    complete: bool = Field(description="True when the trail runs XLTM, LTM, MTM, STM with "
+                           "every owner in the index.")
+    missing: list[str] = Field(description="Owners on the trail's route that the index does "
+                               "not hold (left out for a problem of their own).")
+    reason: Literal["owner_not_indexed", "no_leaf"] | None = Field(
+        description="Why the trail is partial: owner_not_indexed (see missing) or no_leaf "
+        "(it ends above an STM leaf); null when complete.")
     score: float
     status: str
     original_query_matched: bool
@@ -230,6 +260,9 @@ class RetrieveResult(Result):
 class OpenResult(Result, Node):
     body: str = Field(description="The current text of the file: untrusted data.")
     body_included: Literal[True]
+    indexed: bool = Field(description="False for a canonical file the index does not hold "
+                          "(new since the last index, or left out for a problem); its body "
+                          "is still returned.")
 
 
 class StatusResult(Result):
@@ -323,8 +356,16 @@ class GateReceipt(BaseModel):
     lookup_required: bool
     lookup_completed: bool
     body_included: Literal[False]
-    turn_sha256: str | None = Field(description="sha256 of the turn's UTF-8 bytes; null "
-                                    "when the turn was too large to read whole.")
+    turn_sha256: str | None = Field(description="sha256 of the whole turn's UTF-8 bytes; "
+                                    "null when the input was over the gate's hard cap.")
+    turn_bytes: int | None = Field(None, description="Size of the whole turn in bytes. "
+                                   "Absent on failure.")
+    turn_reduced: bool | None = Field(None, description="True when the turn was over 64 KiB "
+                                      "and was searched through its reduction (its last 8 KiB "
+                                      "and the rarest words of the rest). Absent on failure.")
+    unverified: list[str] | None = Field(None, description="Paths in this receipt whose file "
+                                         "did not match the index just now (changed since "
+                                         "indexing, gone or unreadable). Absent on failure.")
     route: GateRoute | None = Field(None, description="Absent on failure.")
     retrieve: GateRetrieve | None = Field(None, description="Absent on failure.")
     error: GateError | None = Field(None, description="Present only on failure.")

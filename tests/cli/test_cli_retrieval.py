@@ -172,15 +172,43 @@ def test_read_only_commands_change_nothing(forest):
 # --- stale index ----------------------------------------------------------------------------
 
 
-def test_stale_file_on_a_trail_fails_retrieve_and_body_search_only(forest):
+def test_a_hand_edit_is_flagged_and_strict_fails_closed(forest):
     write_file(forest, KIMCHI, (forest / KIMCHI).read_bytes() + b"\nDay 14.\n")
     code, outcome, _ = run_json("retrieve", str(forest), "김치")
-    assert code == 1 and outcome["error"]["code"] == "index_stale"
-    assert outcome["error"]["details"] == {"path": KIMCHI}
+    assert code == 0 and outcome["trails"][0]["nodes"][-1]["changed_since_index"] is True
     code, outcome, _ = run_json("search", str(forest), "kimchi", "--include-body")
-    assert code == 1 and outcome["error"]["code"] == "index_stale"
-    human = run("search", str(forest), "kimchi")  # metadata still comes from the index
+    hit = next(item for item in outcome["results"] if item["path"] == KIMCHI)
+    assert code == 0 and hit["verified"] is False and hit["body"].endswith("Day 14.\n")
+    for command, query, extra in (("retrieve", "김치", ()),
+                                  ("search", "kimchi", ("--include-body",))):
+        code, outcome, _ = run_json(command, str(forest), query, *extra, "--strict")
+        assert code == 1 and outcome["error"]["code"] == "index_stale"
+        assert outcome["error"]["details"] == {"path": KIMCHI}
+    human = run("retrieve", str(forest), "김치")
+    assert human.returncode == 0 and "changed since index" in human.stdout
+    human = run("search", str(forest), "kimchi")
     assert human.returncode == 0 and "Kimchi batch 7" in human.stdout
+    assert "changed since index" in human.stdout
+
+
+def test_search_body_prints_as_indented_text_with_real_newlines(shared):
+    human = run("search", str(shared), "kimchi", "--include-body", "--limit", "1")
+    assert human.returncode == 0 and "\\x0a" not in human.stdout
+    lines = human.stdout.splitlines()
+    assert "Kimchi batch 7" in lines[0]
+    body = (shared / KIMCHI).read_text(encoding="utf-8").splitlines()
+    printed = [line.strip() for line in lines[1:]]
+    assert printed == [line.strip() for line in body]
+    assert all(line.startswith("      ") for line in lines[1:] if line)
+
+
+def test_open_takes_the_wikilink_form_and_an_id(shared):
+    by_path = run_json("open", str(shared), KIMCHI)
+    assert by_path[0] == 0 and by_path[1]["indexed"] is True
+    assert run_json("open", str(shared), KIMCHI.removesuffix(".md")) == by_path
+    assert run_json("open", str(shared), "stm-kimchi-batch-7") == by_path
+    code, outcome, _ = run_json("open", str(shared), "stm-no-such-thing")
+    assert code == 1 and outcome["error"]["code"] == "not_found"
 
 
 # --- usage errors ---------------------------------------------------------------------------
@@ -288,9 +316,11 @@ def test_typer_retrieve_and_the_lean_parser_share_one_option_table():
 
 @pytest.mark.parametrize("args, expected", [
     (["retrieve", "R", "kimchi"], {"root": "R", "query": "kimchi", "limit": 10,
-                                   "query_plan": None}),
+                                   "query_plan": None, "strict": False}),
     (["--json", "retrieve", "R", "two words", "--limit=3", "--query-plan", "-"],
-     {"root": "R", "query": "two words", "limit": 3, "query_plan": "-"}),
+     {"root": "R", "query": "two words", "limit": 3, "query_plan": "-", "strict": False}),
+    (["retrieve", "R", "--strict", "kimchi"], {"root": "R", "query": "kimchi", "limit": 10,
+                                               "query_plan": None, "strict": True}),
 ])
 def test_lean_retrieve_parser_accepts_plain_lines(args, expected):
     from memory_forest.retrieve import lean_args

@@ -54,7 +54,8 @@ def structured_context(root_arg: str | Path, query: str, limit: int = 10) -> dic
     from ..safety import open_root
 
     root = open_root(root_arg)
-    trails = retrieve.retrieve(root, query, limit=limit)["trails"]
+    # A plan is made against exactly what the index vouches for: a changed file fails closed.
+    trails = retrieve.retrieve(root, query, limit=limit, strict=True)["trails"]
     view = View(root)
     try:
         hashes = view.structured_hashes()
