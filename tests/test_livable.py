@@ -224,3 +224,35 @@ def test_an_index_from_before_the_quarantine_table_is_read_and_completed(example
     assert done.json()["quarantined"] == 1
     index = run_cli("--json", "doctor", root).json()["index"]
     assert (index["state"], index["quarantined"]) == ("current", 1)
+
+
+def test_a_lateral_link_and_broken_yaml_are_quarantined_while_the_rest_retrieves(example_forest):
+    """The two everyday breakages, through the real CLI: index builds, retrieve still answers."""
+    root = example_forest
+    branch = root / "03 mtm/kitchen/fermentation.md"
+    branch.write_text(branch.read_text() + "\nSee also [[03 mtm/greenhouse/irrigation]].\n")
+    spots = root / "04 stm/greenhouse/irrigation/tomato-leaf-spots.md"
+    spots.write_text("---\ntitle: [unclosed\n---\n" + spots.read_text().split("---\n", 2)[-1])
+
+    built = run_cli("index", root, "--json")
+    assert built.code == 0, built.stderr
+    problems = {(p["path"], p["code"]) for p in built.json()["problems"] if p["level"] == "error"}
+    assert problems == {("03 mtm/kitchen/fermentation.md", "link_lateral"),
+                        ("04 stm/greenhouse/irrigation/tomato-leaf-spots.md",
+                         "frontmatter_invalid")}
+    assert built.json()["quarantined"] == 2
+
+    found = run_cli("retrieve", root, "kimchi ripening temperature", "--json")
+    assert found.code == 0, found.stderr
+    trail = found.json()["trails"][0]
+    assert [n["path"] for n in trail["nodes"]] == ["01 xltm/XLTM.md", "02 ltm/kitchen_LTM.md",
+                                                   KIMCHI]
+    assert trail["complete"] is False and trail["reason"] == "owner_not_indexed"
+    assert trail["missing"] == ["03 mtm/kitchen/fermentation.md"]
+    # No edge is claimed across the missing owner.
+    assert trail["canonical_parent_child"] == [
+        {"parent": "01 xltm/XLTM.md", "child": "02 ltm/kitchen_LTM.md"}]
+    spotted = run_cli("retrieve", root, "tomato leaf spots", "--json").json()
+    assert "04 stm/greenhouse/irrigation/tomato-leaf-spots.md" not in [
+        node["path"] for t in spotted["trails"] for node in t["nodes"]]
+    assert run_cli("audit", root).code == 1  # the strict check still fails

@@ -105,7 +105,7 @@ def test_cli_open_prints_the_body_as_inert_text(shared_example):
     assert json.loads(done.stdout)["layer"] == "05 daily"
 
 
-def test_status_says_ready_only_for_a_current_index(tmp_path):
+def test_status_is_ready_for_a_readable_index_and_says_when_it_is_behind(tmp_path):
     root = new_forest(tmp_path, example=True)
     absent = operations.status(root)
     assert absent["ready"] is False and absent["index"]["state"] == "absent"
@@ -116,7 +116,9 @@ def test_status_says_ready_only_for_a_current_index(tmp_path):
     assert current["documents"] == 12 and current["counts"]["04 stm"] == 4
     write_doc(root, "04 stm/kitchen/fermentation/late.md", "Late", "after indexing")
     stale = operations.status(root)
-    assert stale["ready"] is False and stale["index"]["state"] == "stale"
+    # Behind the files is still consultable (changes are flagged), but says to re-index.
+    assert stale["ready"] is True and stale["index"]["state"] == "stale"
+    assert stale["next_step"].startswith("run 'memory-forest index ROOT'")
     assert str(tmp_path) not in json.dumps(stale)
 
 

@@ -334,15 +334,16 @@ _NEXT_STEP = {
 def status(root_arg: str | Path) -> dict[str, Any]:
     """A short readiness summary for an agent: can memory be consulted right now?
 
-    ``ready`` is true when the index exists and matches the files on disk (so
-    route, retrieve and open will not fail with ``index_missing`` or
-    ``index_stale``), quarantined documents or not; ``next_step`` says what an
-    operator should run otherwise, or that documents are left out.
+    ``ready`` is true when the index exists and can be read, so route,
+    retrieve, open and the gate answer. An index behind the files is still
+    ready: what changed is flagged on every result that names it (only
+    ``--strict`` fails on it), and ``next_step`` says to run ``index``; so do
+    quarantined documents, which ``next_step`` counts.
     """
     report = doctor(root_arg)
     index_state = report["index"]
     counts = report.get("counts", {})
-    ready = index_state.get("state") == "current"
+    ready = index_state.get("state") in ("current", "stale")
     return result("status", ready=ready, index=index_state, lock=report["lock"],
                   counts=counts, documents=sum(counts.values()),
                   config=report["config"]["state"], versions=report["versions"],

@@ -690,8 +690,11 @@ def _render(trail: _Trail) -> dict[str, Any]:
         "status": trail.owner["status"],
         "original_query_matched": 0 in trail.evidence,
         "matched_query_plan_probe_count": sum(1 for number in trail.evidence if number > 0),
+        # Only real ownership edges: a trail with a missing owner does not claim that
+        # the owner's parent owns its child.
         "canonical_parent_child": [
-            {"parent": parent["path"], "child": child["path"]}
-            for parent, child in zip(nodes, nodes[1:], strict=False)
+            {"parent": parent, "child": child}
+            for parent, child in zip(trail.paths, trail.paths[1:], strict=False)
+            if parent not in missing and child not in missing
         ],
     }
