@@ -15,6 +15,7 @@ from forestkit import new_forest, write_doc
 
 from memory_forest import gate, operations, retrieve
 from memory_forest.gate import MAX_INPUT_BYTES, MAX_TURN_BYTES, MESSAGES
+from memory_forest.lean import gate_args as lean_gate_args
 
 RECEIPT_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
                 "lookup_completed", "body_included", "route", "retrieve", "turn_sha256",
@@ -517,7 +518,7 @@ def test_help_and_malformed_gate_lines_fall_through_to_typer(shared_example):
      {"root": "R", "format": "receipt", "limit": 2, "strict": True}),
 ])
 def test_lean_parser_accepts_plain_complete_lines(args, expected):
-    assert gate.lean_args(args) == expected
+    assert lean_gate_args(args) == expected
 
 
 @pytest.mark.parametrize("args", [
@@ -528,7 +529,7 @@ def test_lean_parser_accepts_plain_complete_lines(args, expected):
     [], ["gate", ""], ["gate", "R", "--strict=yes"], ["gate", "R", "--strict", "--strict"],
 ])
 def test_lean_parser_leaves_everything_else_to_typer(args):
-    assert gate.lean_args(args) is None
+    assert lean_gate_args(args) is None
 
 
 def test_typer_gate_command_and_lean_parser_share_one_option_table():

@@ -132,7 +132,7 @@ def _emit(operation: str, call: Callable[[], dict[str, Any]]) -> None:
 
 
 def _failure(operation: str, error: dict[str, Any]) -> dict[str, Any]:
-    from .edge import failure
+    from .envelope import failure
 
     return failure(operation, error)
 

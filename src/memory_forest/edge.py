@@ -20,6 +20,7 @@ def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> 
     A result that is not ok may name its own exit code (``maintain`` uses 3
     for "built, with problems"); otherwise it is 1.
     """
+    from .envelope import failure
     from .errors import ForestError
 
     try:
@@ -40,12 +41,6 @@ def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> 
         code = 0 if outcome.get("ok") else outcome.get("exit_code", 1)
     emit(outcome, json_mode)
     return code
-
-
-def failure(operation: str, error: dict[str, Any]) -> dict[str, Any]:
-    from .operations import result
-
-    return result(operation, ok=False, error=error)
 
 
 def emit(outcome: dict[str, Any], json_mode: bool) -> None:

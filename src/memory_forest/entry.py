@@ -3,11 +3,10 @@
 A hook starts ``memory-forest gate`` on every agent turn, so its start-up
 time is paid on every turn. Importing ``cli`` imports typer (and click), which
 alone costs more than the whole lookup; this module recognizes plain gate and
-retrieve command lines (``lean.parse``, through ``gate.lean_args`` and
-``retrieve.lean_args``) and runs them without that import. Any other command
-line, and any such line the lean parser does not fully understand (``--help``,
-a typo, a missing value), goes to ``cli.main`` unchanged, where typer parses
-it and reports errors.
+retrieve command lines (``lean.gate_args`` and ``lean.retrieve_args``) and
+runs them without that import. Any other command line, and any such line the
+lean parser does not fully understand (``--help``, a typo, a missing value),
+goes to ``cli.main`` unchanged, where typer parses it and reports errors.
 """
 
 from __future__ import annotations
@@ -18,15 +17,15 @@ import sys
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if "gate" in args[:2]:
-        from . import gate
+        from . import gate, lean
 
-        options = gate.lean_args(args)
+        options = lean.gate_args(args)
         if options is not None:
             sys.exit(gate.run_process(**options))
     if "retrieve" in args[:2]:
-        from . import retrieve
+        from . import lean, retrieve
 
-        options = retrieve.lean_args(args)
+        options = lean.retrieve_args(args)
         if options is not None:
             from .edge import run
 

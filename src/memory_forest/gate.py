@@ -392,10 +392,3 @@ def run_process(root: str, format: str = OPTIONS["format"][1], limit: int = OPTI
         outcome, code = answer(root, raw, format, limit, strict)
     (stdout or sys.stdout).write(dumps(outcome) + "\n")
     return code
-
-
-def lean_args(args: list[str]) -> dict[str, Any] | None:
-    """Options for ``run_process`` when ``args`` is a plain, complete gate command line."""
-    from .lean import parse
-
-    return parse(args, "gate", ("root",), OPTIONS)

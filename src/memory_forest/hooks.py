@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .envelope import result
 from .errors import ForestError, usage_error
-from .operations import result
 
 EVENT = "UserPromptSubmit"
 TIMEOUT_SECONDS = 30

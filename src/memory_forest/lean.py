@@ -78,3 +78,17 @@ def _default_root() -> str | None:
         return default_root()
     except ForestError:
         return None
+
+
+def gate_args(args: list[str]) -> dict[str, Any] | None:
+    """Options for ``gate.run_process`` when ``args`` is a plain, complete gate command line."""
+    from .gate import OPTIONS
+
+    return parse(args, "gate", ("root",), OPTIONS)
+
+
+def retrieve_args(args: list[str]) -> dict[str, Any] | None:
+    """Arguments for ``retrieve.retrieve_command`` when ``args`` is a plain retrieve line."""
+    from .retrieve import CLI_OPTIONS
+
+    return parse(args, "retrieve", ("root", "query"), CLI_OPTIONS)

@@ -32,7 +32,7 @@ PROBLEMS_EXIT_CODE = 3
 def maintain(root_arg: str | Path, verify_all: bool = False,
              log: str | Path | None = None) -> dict[str, Any]:
     from . import lock
-    from .operations import result
+    from .envelope import result
     from .safety import open_root
 
     root = open_root(root_arg)

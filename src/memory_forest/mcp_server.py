@@ -83,7 +83,7 @@ def call(root: Path, name: str, arguments: dict[str, Any] | None) -> dict[str, A
     """Run one tool call; the result dict, or a failure dict with a stable code."""
     from pydantic import ValidationError
 
-    from .operations import result
+    from .envelope import result
     from .registry import BY_NAME
 
     operation = BY_NAME.get(name)

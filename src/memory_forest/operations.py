@@ -12,14 +12,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from . import SCHEMA_VERSION
+from .envelope import result
 from .errors import ForestError
 from .issues import has_errors, summarize
-
-
-def result(operation: str, ok: bool = True, **fields: Any) -> dict[str, Any]:
-    return {"ok": ok, "operation": operation, "schema_version": SCHEMA_VERSION, **fields}
-
 
 # --- init -----------------------------------------------------------------------------------
 

@@ -250,7 +250,7 @@ def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], lim
 def route(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
           layers: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
     """Candidates whose path or title matches: where in the forest to look."""
-    from .operations import result
+    from .envelope import result
 
     terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
     root_path, con = _open(root)
@@ -266,7 +266,7 @@ def search(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
            layers: list[str] | None = None, include_body: bool = False,
            strict: bool = False) -> dict[str, Any]:
     """Documents whose body matches. Bodies only with ``include_body``: the current bytes."""
-    from .operations import result
+    from .envelope import result
 
     terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
     root_path, con = _open(root)
@@ -372,7 +372,7 @@ def open_document(root: str | Path, path: str, allow_source_layers: bool = False
     returned with ``indexed: false``. A name with no file fails with
     ``not_found``.
     """
-    from .operations import result
+    from .envelope import result
 
     root_path, con = _open(root)
     with con:
@@ -492,7 +492,7 @@ def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
     Every node is re-hashed and flagged (``check``); ``strict`` fails closed
     on a changed file instead.
     """
-    from .operations import result
+    from .envelope import result
 
     queries = [_checked_query(query)]
     queries += [query_terms(probe.query) for probe in (plan.probes if plan is not None else [])]
@@ -578,13 +578,6 @@ def retrieve_command(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
 
         plan = queryplan.load(query_plan)
     return retrieve(root, query, limit=limit, plan=plan, strict=strict)
-
-
-def lean_args(args: list[str]) -> dict[str, Any] | None:
-    """Arguments for ``retrieve_command`` when ``args`` is a plain retrieve command line."""
-    from .lean import parse
-
-    return parse(args, "retrieve", ("root", "query"), CLI_OPTIONS)
 
 
 def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:

@@ -107,7 +107,7 @@ def print_entry(
     script, else the one on PATH. ``log_path`` defaults to
     ``<ROOT>.maintenance.jsonl``, next to the forest like its lock.
     """
-    from .operations import result
+    from .envelope import result
     from .safety import open_root
 
     if scheduler not in SCHEDULERS:

@@ -482,15 +482,15 @@ def test_broken_yaml_names_its_line_and_not_the_memory_text(example_forest: Path
 
 def test_the_lean_parser_takes_the_default_root_by_the_same_rule(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memory_forest import gate, retrieve
+    from memory_forest import lean
 
-    assert gate.lean_args(["gate"]) is None  # no default: typer says root_required
+    assert lean.gate_args(["gate"]) is None  # no default: typer says root_required
     monkeypatch.setenv("MEMORY_FOREST_ROOT", "/forest")
-    assert gate.lean_args(["gate", "--limit", "3"])["root"] == "/forest"
-    assert retrieve.lean_args(["retrieve", "kimchi"])["query"] == "kimchi"
-    assert retrieve.lean_args(["retrieve", "kimchi"])["root"] == "/forest"
-    assert retrieve.lean_args(["retrieve", "/other", "kimchi"])["root"] == "/other"
-    assert retrieve.lean_args(["retrieve"]) is None
+    assert lean.gate_args(["gate", "--limit", "3"])["root"] == "/forest"
+    assert lean.retrieve_args(["retrieve", "kimchi"])["query"] == "kimchi"
+    assert lean.retrieve_args(["retrieve", "kimchi"])["root"] == "/forest"
+    assert lean.retrieve_args(["retrieve", "/other", "kimchi"])["root"] == "/other"
+    assert lean.retrieve_args(["retrieve"]) is None
     monkeypatch.delenv("MEMORY_FOREST_ROOT")
     user_config(tmp_path, monkeypatch, "root = 3\n")  # typer reports user_config_invalid
-    assert gate.lean_args(["gate"]) is None
+    assert lean.gate_args(["gate"]) is None

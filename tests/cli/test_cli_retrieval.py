@@ -323,7 +323,7 @@ def test_typer_retrieve_and_the_lean_parser_share_one_option_table():
                                                "query_plan": None, "strict": True}),
 ])
 def test_lean_retrieve_parser_accepts_plain_lines(args, expected):
-    from memory_forest.retrieve import lean_args
+    from memory_forest.lean import retrieve_args as lean_args
 
     assert lean_args(args) == expected
 
@@ -334,7 +334,7 @@ def test_lean_retrieve_parser_accepts_plain_lines(args, expected):
     ["retrieve", "R", "--", "-q"], ["route", "R", "q"],
 ])
 def test_lean_retrieve_parser_leaves_everything_else_to_typer(args):
-    from memory_forest.retrieve import lean_args
+    from memory_forest.lean import retrieve_args as lean_args
 
     assert lean_args(args) is None
 

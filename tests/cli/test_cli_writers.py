@@ -224,7 +224,7 @@ def test_a_rewrite_restores_a_wide_mode_and_says_so(example_forest):
 
 
 def test_a_failure_lists_at_most_twenty_issues_escaped(capsys):
-    from memory_forest.edge import failure
+    from memory_forest.envelope import failure
     from memory_forest.render import render
 
     issues = [{"path": f"04 stm/t/b/[bold]leaf-{n}\x1b[2J.md", "code": "link_lateral",

@@ -24,8 +24,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from ..envelope import result
 from ..errors import ForestError
-from ..operations import result
 
 ASSETS = ("browse.css", "browse.js")
 MARKER = ".memory-forest-site"

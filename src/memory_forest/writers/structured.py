@@ -50,7 +50,7 @@ ORDER = {"xltm": 1, "ltm": 2, "mtm": 3, "stm": 4}
 def structured_context(root_arg: str | Path, query: str, limit: int = 10) -> dict[str, Any]:
     from .. import retrieve
     from ..documents import split_frontmatter
-    from ..operations import result
+    from ..envelope import result
     from ..safety import open_root
 
     root = open_root(root_arg)

@@ -19,8 +19,8 @@ from typing import Any
 
 from .. import index, lock
 from ..documents import sha256_hex
+from ..envelope import result
 from ..errors import ForestError
-from ..operations import result
 from ..routes import parse_route
 from ..safety import FILE_MODE, open_root
 from . import journal, receipts
