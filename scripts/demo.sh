@@ -25,4 +25,15 @@ step retrieve "$forest" "barley miso salt crust"
 printf '\n\033[1m$ echo "how cold should the kimchi fridge be?" | memory-forest gate\033[0m\n'
 echo "how cold should the kimchi fridge be?" | "$MF" gate "$forest"
 step maintain "$forest"
+
+# Ordinary use never blocks: a hand edit, an editor's swap file, a "see also" link.
+say() { printf '\n\033[1m# %s\033[0m\n' "$*"; }
+say "a hand edit after indexing is flagged, not fatal"
+echo "Day 12: moved to the back of the fridge." >> "$forest/04 stm/kitchen/fermentation/kimchi-batch-7.md"
+step retrieve "$forest" "kimchi fridge"
+say "vim's swap file is ignored; a lateral link quarantines one file, the rest is indexed"
+touch "$forest/04 stm/kitchen/fermentation/.kimchi-batch-7.md.swp"
+echo "See also [[03 mtm/greenhouse/irrigation]]." >> "$forest/03 mtm/kitchen/fermentation.md"
+step index "$forest"
+step retrieve "$forest" "kimchi fridge"
 printf '\nThe forest lived in %s and has been removed.\n' "$work"
