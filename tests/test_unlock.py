@@ -191,10 +191,13 @@ def test_debris_is_removed_only_once_its_owner_is_gone(forest: Path) -> None:
     dead = debris(forest, gone["pid"], ".new", gone)
     released = debris(forest, os.getpid(), ".old", me)
     elsewhere = debris(forest, gone["pid"], ".new", {**gone, "host": "another-host.invalid"})
+    unrelated = forest.with_name(lock.lock_path(forest).name + ".notes.old")  # not a name
+    unrelated.mkdir()  # the lock makes: never touched
     with lock.held(forest, "index"):
         pass
     assert sorted(p.name for p in forest.parent.iterdir() if p.name.startswith(
-        lock.lock_path(forest).name)) == sorted(p.name for p in (live, young, elsewhere))
+        lock.lock_path(forest).name)) == sorted(p.name for p in (live, young, elsewhere,
+                                                                 unrelated))
     stamp = os.lstat(young).st_mtime - lock.DEFAULT_GRACE_SECONDS - 1
     os.utime(young, (stamp, stamp))
     assert lock.clear_debris(forest) == [young.name]

@@ -41,6 +41,7 @@ import errno
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -62,6 +63,7 @@ DEFAULT_GRACE_SECONDS = 60.0
 MAX_WAIT_SECONDS = 3600.0
 _POLL_SECONDS = 0.02
 _STAGED, _RETIRED = ".new", ".old"
+_DEBRIS = re.compile(r"\.[0-9]+-[0-9a-f]{8}\.(new|old)")
 
 
 def lock_path(root: Path) -> Path:
@@ -403,7 +405,6 @@ def clear_debris(root: Path) -> list[str]:
     the lock: a ``.old`` always (it was released), a ``.new`` once its owner is dead on
     this host or, with no readable owner, once it is older than the grace period."""
     path = lock_path(root)
-    prefix = path.name + "."
     removed = []
     try:
         entries = list(os.scandir(path.parent))
@@ -411,8 +412,8 @@ def clear_debris(root: Path) -> list[str]:
         return removed
     for entry in entries:
         name = entry.name
-        if not name.startswith(prefix) or not name.endswith((_STAGED, _RETIRED)):
-            continue
+        if not name.startswith(path.name) or not _DEBRIS.fullmatch(name[len(path.name):]):
+            continue  # only names this module makes: the parent may be a home directory
         if name.endswith(_STAGED) and not _staged_is_dead(Path(entry.path)):
             continue
         try:

@@ -293,7 +293,7 @@ def test_doctor_repair_clears_an_ownerless_stale_lock(forest):
 def test_a_kill_while_releasing_leaves_no_lock(forest, tmp_path):
     """The lock is renamed aside before it is deleted: what a kill leaves there is debris."""
     owner = lock.acquire(forest, "maintain")
-    retired = lock.lock_path(forest).with_name(lock.lock_path(forest).name + ".1-00ff.old")
+    retired = lock.lock_path(forest).with_name(lock.lock_path(forest).name + ".1-00ff00ff.old")
     os.rename(lock.lock_path(forest), retired)  # where a kill after the rename stops
     assert lock.state(forest) == {"state": "free"}
     lock.release(forest, owner)  # no longer ours to release: nothing happens
