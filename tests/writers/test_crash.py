@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -301,3 +302,35 @@ def test_a_kill_while_releasing_leaves_no_lock(forest, tmp_path):
     with lock.held(forest, "index"):
         pass
     assert lock_debris(forest) == []
+
+
+def test_kills_at_random_moments_never_leave_a_lock_that_cannot_be_cleared(forest, tmp_path):
+    """The adversarial run's finding, as a test: SIGKILL a writer at random moments around
+    lock time; every lock left has its owner, so 'unlock --stale' clears it."""
+    rng = random.Random(20261202)
+    source = tmp_path / "events.jsonl"
+    source.write_bytes(jsonl([event(1, event_id="random-kill")]))
+    env = {key: value for key, value in os.environ.items() if key != journal.CRASH_ENV}
+    args = [sys.executable, "-m", "memory_forest", "capture", str(forest), "--file", str(source),
+            "--json"]
+    started = time.monotonic()
+    subprocess.run(args, env=env, capture_output=True, check=True, timeout=60)
+    whole_run = time.monotonic() - started  # kills land in the second half of a run
+    killed = 0
+    for _ in range(10):
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=rng.uniform(0.5, 0.95) * whole_run)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            killed += proc.wait() == -signal.SIGKILL
+        found = lock.state(forest)
+        assert "ownerless" not in found, found
+        if found["state"] != "free":
+            assert found["state"] == "stale" and found["owner"]["command"] == "capture"
+            lock.unlock_stale(forest)
+        operations.doctor(forest, repair=True)
+    assert killed, "every run finished before its kill"
+    assert lock.state(forest) == {"state": "free"}
+    assert_whole(forest)
