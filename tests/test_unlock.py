@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory_forest import cli, lock, operations
+from memory_forest.errors import ForestError
 from memory_forest.safety import write_private
 
 
@@ -118,3 +119,86 @@ def test_human_output_names_the_removed_owner(
     code, out, _ = run_unlock([str(forest), "--stale"], capsys)
     assert code == 0
     assert "removed stale lock" in out and f"pid {pid}" in out
+
+
+# --- locks without an owner file, and what a killed acquire or release leaves ---------------
+
+
+def ownerless_lock(root: Path, age_seconds: float) -> Path:
+    """A lock directory as an older version left it when killed before its owner write."""
+    path = lock.lock_path(root)
+    os.mkdir(path, 0o700)
+    stamp = os.lstat(path).st_mtime - age_seconds
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+def test_an_ownerless_lock_is_held_within_the_grace(
+    forest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = ownerless_lock(forest, age_seconds=5)
+    assert lock.state(forest)["state"] == "held"
+    code, out, _ = run_unlock([str(forest), "--stale", "--json"], capsys)
+    assert code == 1 and json.loads(out)["error"]["code"] == "lock_held"
+    assert json.loads(out)["error"]["details"]["ownerless"] is True
+    assert path.is_dir()
+
+
+def test_an_ownerless_lock_past_the_grace_is_removed(
+    forest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ownerless_lock(forest, age_seconds=lock.DEFAULT_GRACE_SECONDS + 1)
+    assert lock.state(forest)["state"] == "stale"
+    code, out, _ = run_unlock([str(forest), "--stale"], capsys)
+    assert code == 0 and "no owner file" in out
+    assert lock.state(forest) == {"state": "free"}
+
+
+@pytest.mark.parametrize("value, grace", [("5", 5.0), ("0", 0.0), ("nan", 60.0),
+                                          ("-3", 60.0), ("inf", 60.0), ("soon", 60.0)])
+def test_the_grace_comes_from_the_environment_when_it_is_a_number(
+    monkeypatch: pytest.MonkeyPatch, value: str, grace: float
+) -> None:
+    monkeypatch.setenv(lock.GRACE_ENV, value)
+    assert lock.grace_seconds() == grace
+
+
+def test_doctor_repair_refuses_a_live_lock(forest: Path) -> None:
+    owner = lock.acquire(forest, "remember")  # this very test process: alive
+    try:
+        with pytest.raises(ForestError) as caught:
+            operations.doctor(forest, repair=True)
+        assert caught.value.code == "lock_held"
+        assert lock.read_owner(lock.lock_path(forest))["token"] == owner["token"]
+    finally:
+        lock.release(forest, owner)
+
+
+def debris(root: Path, pid: int, suffix: str, owner: dict | None) -> Path:
+    name = f"{lock.lock_path(root).name}.{pid}-{os.urandom(4).hex()}{suffix}"
+    path = lock.lock_path(root).with_name(name)
+    os.mkdir(path, 0o700)
+    if owner is not None:
+        write_private(path / lock.OWNER, json.dumps(owner).encode())
+    return path
+
+
+def test_debris_is_removed_only_once_its_owner_is_gone(forest: Path) -> None:
+    me = {"pid": os.getpid(), "host": socket.gethostname()}
+    gone = {"pid": dead_pid(), "host": socket.gethostname()}
+    live = debris(forest, os.getpid(), ".new", me)  # an acquire in progress
+    young = debris(forest, 1, ".new", None)  # between its mkdir and its owner write
+    dead = debris(forest, gone["pid"], ".new", gone)
+    released = debris(forest, os.getpid(), ".old", me)
+    elsewhere = debris(forest, gone["pid"], ".new", {**gone, "host": "another-host.invalid"})
+    unrelated = forest.with_name(lock.lock_path(forest).name + ".notes.old")  # not a name
+    unrelated.mkdir()  # the lock makes: never touched
+    with lock.held(forest, "index"):
+        pass
+    assert sorted(p.name for p in forest.parent.iterdir() if p.name.startswith(
+        lock.lock_path(forest).name)) == sorted(p.name for p in (live, young, elsewhere,
+                                                                 unrelated))
+    stamp = os.lstat(young).st_mtime - lock.DEFAULT_GRACE_SECONDS - 1
+    os.utime(young, (stamp, stamp))
+    assert lock.clear_debris(forest) == [young.name]
+    assert not dead.exists() and not released.exists() and live.is_dir()

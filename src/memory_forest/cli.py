@@ -188,10 +188,10 @@ def audit(root: Root) -> None:
 def doctor(
     root: Root,
     repair: Annotated[bool, typer.Option(
-        "--repair", help="Finish or roll back an interrupted write, restore 0700/0600 modes "
-        "(takes the lock).")] = False,
-    wait: Annotated[float, typer.Option(help="With --repair: seconds to wait for the lock.")
-                    ] = 0.0,
+        "--repair", help="Clear a stale lock, finish or roll back an interrupted write, restore "
+        "0700/0600 modes (takes the lock).")] = False,
+    wait: Annotated[float, typer.Option(
+        help="With --repair: seconds (0-3600) to wait for the lock.")] = 0.0,
 ) -> None:
     """Report versions, SQLite features, config, counts, index, lock and journal state.
 
@@ -219,7 +219,7 @@ Layers = Annotated[
 def index(
     root: Root,
     full: Annotated[bool, typer.Option("--full", help="Rebuild from scratch, atomically.")] = False,
-    wait: Annotated[float, typer.Option(help="Seconds to wait for the lock.")] = 0.0,
+    wait: Annotated[float, typer.Option(help="Seconds (0-3600) to wait for the lock.")] = 0.0,
 ) -> None:
     """Bring the derived index up to date (incremental by default).
 
@@ -322,7 +322,8 @@ def _stderr_console() -> Any:
 
 # --- writers (issue 4) ----------------------------------------------------------------------
 
-Wait = Annotated[float, typer.Option("--wait", help="Seconds to wait for the forest lock.")]
+Wait = Annotated[float, typer.Option("--wait",
+                                     help="Seconds (0-3600) to wait for the forest lock.")]
 TransactionId = Annotated[
     str | None,
     typer.Option("--transaction-id", help="Id for an idempotent retry (default: a new one)."),

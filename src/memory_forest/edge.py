@@ -15,7 +15,11 @@ from typing import Any
 
 
 def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> int:
-    """Run one library call, print its outcome, and return the exit code (0, 1, 2 or 130).
+    """Run one library call, print its outcome, and return the exit code.
+
+    0, 1, 2 (usage), or 128 + the signal number when interrupted: 130 for
+    Ctrl-C, 143 for SIGTERM and 129 for SIGHUP (received while a command held
+    the lock, see ``lock.interruptible``).
 
     A result that is not ok may name its own exit code (``maintain`` uses 3
     for "built, with problems"); otherwise it is 1.
@@ -28,10 +32,11 @@ def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> 
     except ForestError as exc:
         outcome = failure(operation, exc.to_dict())
         code = exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or a stop signal while the lock was held
+        signum = getattr(exc, "signum", 2)  # lock.Interrupted names its signal; else SIGINT
         outcome = failure(operation, {"code": "interrupted", "message": "interrupted",
-                                      "details": {}})
-        code = 130
+                                      "details": {"signal": _signal_name(signum)}})
+        code = 128 + signum
     except Exception as exc:  # the edge: never a traceback, only the class name
         outcome = failure(operation, {"code": "internal_error",
                                       "message": f"unexpected {type(exc).__name__}",
@@ -52,3 +57,12 @@ def emit(outcome: dict[str, Any], json_mode: bool) -> None:
         from .render import render
 
         render(outcome)
+
+
+def _signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)

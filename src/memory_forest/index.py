@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ForestError
 from .layers import STATE_DIR
 from .safety import FILE_MODE, Entry, mkdir_private
+from .testhooks import crash_point
 from .text import TOKENIZER
 
 if TYPE_CHECKING:
@@ -311,6 +312,7 @@ def _rebuild(root: Path, path: Path, snap, docs: dict, held: list, now_ns: int,
                         progress(number, len(paths))
                 _write_quarantine(con, held)
                 _set_built(con, now_ns)
+                crash_point("indexing")
             con.execute("PRAGMA journal_mode = DELETE")
         finally:
             con.close()
@@ -352,6 +354,7 @@ def _apply_incremental(path: Path, snap, docs: dict, held: list, previous, now_n
                 _insert(con, snap, doc_path)
             _write_quarantine(con, held)
             _set_built(con, now_ns)
+            crash_point("indexing")  # a signal here rolls the whole update back
     finally:
         con.close()
     return {"added": added, "changed": changed, "deleted": deleted, "unchanged": unchanged}

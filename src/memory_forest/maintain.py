@@ -40,13 +40,16 @@ def maintain(root_arg: str | Path, verify_all: bool = False,
     started = time.perf_counter()
     run = _Run()
     try:
-        owner = run.step("lock", lambda: (lock.acquire(root, "maintain"), {})[0])
-        try:
-            outcome = _checked_run(root, run, verify_all)
-        finally:
-            lock.release(root, owner)
+        with lock.interruptible():
+            owner = run.step("lock", lambda: (lock.acquire(root, "maintain"), {})[0])
+            try:
+                outcome = _checked_run(root, run, verify_all)
+            finally:
+                lock.release(root, owner)
     except ForestError as exc:
         outcome = {"error": exc.to_dict()}
+    except lock.Interrupted as exc:  # systemd stop, timeout: logged like any other run
+        outcome = _interrupted(exc)
     summary = result("maintain", ok="error" not in outcome, started_at=started_at,
                      duration_ms=_ms(started), steps=run.steps,
                      **{"problems": run.problems, "quarantined": run.quarantined,
@@ -122,6 +125,14 @@ def _problems(checked) -> dict[str, Any]:
                       f"{counts['quarantined']} document(s) left out of the index; "
                       "see problems",
                       "details": counts}}
+
+
+def _interrupted(exc) -> dict[str, Any]:
+    """A stop signal: the lock is released and the index is the old or the new one."""
+    name = exc.args[0] if exc.args else str(exc.signum)
+    return {"exit_code": 128 + exc.signum,
+            "error": {"code": "interrupted", "message": f"interrupted by {name}",
+                      "details": {"signal": name}}}
 
 
 def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:

@@ -170,9 +170,10 @@ def unlock(root_arg: str | Path, stale: bool = False) -> dict[str, Any]:
 def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0) -> dict[str, Any]:
     """Bounded diagnostics. Fails only when the root cannot be inspected at all.
 
-    With ``repair`` (a writer: it takes the lock), an interrupted write is
-    first finished or rolled back (``writers.journal.recover``), then every
-    directory and file under the root gets its private mode back (0700/0600).
+    With ``repair`` (a writer: it takes the lock), a stale lock is removed
+    first (``repair.unlocked``), an interrupted write is finished or rolled
+    back (``writers.journal.recover``), then every directory and file under
+    the root gets its private mode back (0700/0600).
     """
     import platform
     import sqlite3
@@ -183,6 +184,7 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0) -> dic
     from .inspect import _route_or_issue
     from .safety import open_root, walk
 
+    locking.check_wait(wait)
     root = open_root(root_arg)
     report: dict[str, Any] = {}
     if repair:
@@ -227,10 +229,14 @@ def _repair(root: Path, wait: float) -> dict[str, Any]:
     from . import lock as locking
     from .writers import journal
 
-    # A stale lock fails here with lock_stale: it is removed only by 'unlock --stale'.
+    # Repair is the operator's explicit step, so it clears a stale lock itself (checked
+    # again by unlock_stale); a live lock still fails with lock_held, or waits.
+    unlocked = None
+    if locking.state(root)["state"] == "stale":
+        unlocked = locking.unlock_stale(root)
     with locking.held(root, "doctor --repair", wait=wait):
         recovered = journal.recover(root) or {"action": "none"}
-        return {"journal": recovered, **_repair_modes(root)}
+        return {"unlocked": unlocked, "journal": recovered, **_repair_modes(root)}
 
 
 def _repair_modes(root: Path) -> dict[str, Any]:

@@ -203,10 +203,15 @@ def _schedule_print(outcome: dict[str, Any]) -> None:
 
 
 def _unlock(outcome: dict[str, Any]) -> None:
-    owner = outcome["removed"]
+    _out.print(f"[green]removed[/] stale lock ({_owner_words(outcome['removed'])})")
+
+
+def _owner_words(owner: dict[str, Any]) -> str:
     details = ", ".join(f"{key} {owner[key]}" for key in ("pid", "host", "started_at", "command")
                         if key in owner)
-    _out.print(f"[green]removed[/] stale lock ({_escape(details) or 'owner unknown'})")
+    if owner.get("ownerless"):
+        return f"no owner file, {owner.get('age_seconds', 0)} s old"
+    return _escape(details) or "owner unknown"
 def _browse(outcome: dict[str, Any]) -> None:
     issues = outcome["issues"]
     replaced = " (replacing the site browse wrote there before)" if outcome.get("regenerated") \
@@ -312,6 +317,8 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
     if walk.get("ignored"):
         _out.print(f"ignored: {walk['ignored']} editor or OS debris file(s)")
     repair = outcome.get("repair")
+    if repair and repair.get("unlocked") is not None:
+        _out.print(f"repair: [green]removed[/] stale lock ({_owner_words(repair['unlocked'])})")
     if repair:
         _out.print(f"repair: journal {repair['journal']['action']}, "
                    f"{len(repair['modes'])} mode(s) restored")

@@ -98,8 +98,8 @@ class StatusArguments(Arguments):
     pass
 
 
-# The writers' shared arguments. ``wait`` is the one range pydantic checks itself: the
-# library accepts any wait, but a tool call must not park a server thread for long.
+# The writers' shared arguments. ``wait`` is the one range pydantic checks itself (finite,
+# 0-30): the library accepts up to 3600, but a tool call must not park a server thread long.
 MAX_WAIT = 30.0
 _TRANSACTION_ID = ("Id of this write, for a safe retry: the same id with the same arguments "
                    "returns the stored receipt (already_applied=true) and writes nothing; the "
@@ -134,7 +134,7 @@ class CaptureArguments(Arguments):
         "the tool and may not be supplied.")
     transaction_id: str | None = Field(None, description=_TRANSACTION_ID,
                                        json_schema_extra={"pattern": TRANSACTION_ID})
-    wait: float = Field(0.0, ge=0, le=MAX_WAIT, description=_WAIT)
+    wait: float = Field(0.0, ge=0, le=MAX_WAIT, allow_inf_nan=False, description=_WAIT)
 
     @field_validator("events", mode="plain", json_schema_input_type=Event | Annotated[
         list[Event], Field(min_length=1, max_length=MAX_EVENTS)])
@@ -176,7 +176,7 @@ class RememberArguments(Arguments):
     tag: list[str] | None = Field(None, description="Tags of the leaf if it is new.")
     transaction_id: str | None = Field(None, description=_TRANSACTION_ID,
                                        json_schema_extra={"pattern": TRANSACTION_ID})
-    wait: float = Field(0.0, ge=0, le=MAX_WAIT, description=_WAIT)
+    wait: float = Field(0.0, ge=0, le=MAX_WAIT, allow_inf_nan=False, description=_WAIT)
 
 
 # --- results --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from writerkit import assert_whole, contents, event, istm_records, jsonl
 
 from memory_forest import index, lock, operations, retrieve
@@ -98,3 +99,44 @@ def test_reads_during_writes_see_the_old_or_the_new_index(example_forest, tmp_pa
     hits = retrieve.search(example_forest, "pickles brine", layers=["stm"], limit=20)
     assert hits["count"] == 8
     assert os.path.exists(example_forest / "03 mtm/kitchen/pickles.md")
+
+
+@pytest.mark.parametrize("wait", ["nan", "inf", "-1", "4000", "-0.001"])
+def test_wait_must_be_a_finite_number_of_seconds_up_to_an_hour(example_forest, tmp_path, wait):
+    """NaN would wait forever, a negative wait means nothing: a usage error, in every
+    command that waits for the lock, before anything is written."""
+    before = contents(example_forest)
+    source = tmp_path / "e.jsonl"
+    source.write_bytes(jsonl([event(1)]))
+    for args in (["capture", example_forest, "--file", source], ["index", example_forest],
+                 ["doctor", example_forest, "--repair"]):
+        proc = popen(*args, f"--wait={wait}")
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, out + err
+        error = json.loads(out)["error"]
+        assert error["code"] == "wait_out_of_range" and error["details"]["wait"]
+    assert contents(example_forest) == before
+    assert not lock.lock_path(example_forest).exists()
+
+
+def test_the_largest_wait_is_accepted(example_forest):
+    assert operations.index(example_forest, wait=lock.MAX_WAIT_SECONDS)["ok"] is True
+    with pytest.raises(ForestError) as caught:
+        operations.index(example_forest, wait=float("nan"))
+    assert caught.value.code == "wait_out_of_range" and caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize("wait", [float("nan"), float("inf"), -1, 4000, 31])
+def test_the_mcp_tools_refuse_the_same_waits(wait):
+    from pydantic import ValidationError
+
+    from memory_forest import schemas
+
+    event_args = {"observed_at": "2026-11-30T09:00:00Z", "source": "a", "kind": "note",
+                  "payload": 1}
+    with pytest.raises(ValidationError):
+        schemas.CaptureArguments.model_validate({"events": event_args, "wait": wait})
+    with pytest.raises(ValidationError):
+        schemas.RememberArguments.model_validate(
+            {"tree": "t", "branch": "b", "leaf": "l", "title": "T", "content": "c",
+             "wait": wait})

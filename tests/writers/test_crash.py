@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,18 +26,19 @@ from memory_forest import lock, operations
 from memory_forest.documents import sha256_hex
 from memory_forest.errors import ForestError
 from memory_forest.writers import journal
-from memory_forest.writers.capture import capture
+from memory_forest.writers.capture import capture, capture_events
 from memory_forest.writers.structured import structured_context
 
 STEPS = ["staged", "journaled", "writing", "written", "indexed", "receipted"]
 ROLLED_BACK = {"staged", "journaled", "writing"}
 
 
-def cli(*args, crash: str | None = None) -> subprocess.CompletedProcess:
+def cli(*args, crash: str | None = None, **env_vars: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop(journal.CRASH_ENV, None)
     if crash:
         env[journal.CRASH_ENV] = crash
+    env.update(env_vars)
     return subprocess.run([sys.executable, "-m", "memory_forest", *map(str, args), "--json"],
                           capture_output=True, text=True, env=env, timeout=60)
 
@@ -107,11 +109,10 @@ def test_a_crash_at_each_step_is_recovered_by_repair(forest, tmp_path, kind, ste
     assert lock.state(forest)["state"] == "stale"
     pending = manifest(forest)
     with pytest.raises(ForestError) as refused:  # a dead writer's lock is never taken over
-        operations.doctor(forest, repair=True)
+        capture_events(forest, [event(98)])
     assert refused.value.code == "lock_stale"
-    assert operations.unlock(forest, stale=True)["removed"]["command"].startswith(
-        kind.replace("-", "_"))
     report = operations.doctor(forest, repair=True)  # what 'doctor --repair' runs
+    assert report["repair"]["unlocked"]["command"].startswith(kind.replace("-", "_"))
     expected = "rolled_back" if step in ROLLED_BACK else "rolled_forward"
     assert report["repair"]["journal"]["action"] == (
         "discarded_debris" if step == "staged" else expected)
@@ -125,13 +126,13 @@ def test_doctor_repair_on_the_command_line(forest, tmp_path):
     assert cli(*writer_args(forest, tmp_path, "remember"), crash="writing").returncode == \
         -signal.SIGKILL
     assert json.loads(cli("doctor", forest).stdout)["journal"]["state"] == "interrupted"
-    refused = cli("doctor", forest, "--repair")
+    refused = cli("remember", forest, "--tree", "kitchen", "--branch", "pickles", "--leaf",
+                  "dill", "--title", "Dill", "--content", "x")
     assert refused.returncode == 1 and json.loads(refused.stdout)["error"]["code"] == "lock_stale"
-    unlocked = json.loads(cli("unlock", forest, "--stale").stdout)
-    assert unlocked["removed"]["command"].startswith("remember")
-    repaired = cli("doctor", forest, "--repair")
+    repaired = cli("doctor", forest, "--repair")  # clears the stale lock itself, then recovers
     assert repaired.returncode == 0, repaired.stdout
     report = json.loads(repaired.stdout)
+    assert report["repair"]["unlocked"]["command"].startswith("remember")
     assert report["repair"]["journal"]["action"] == "rolled_back"
     assert report["journal"] == {"state": "clear"} and report["lock"] == {"state": "free"}
     assert state(forest) == before
@@ -207,4 +208,129 @@ def test_no_acknowledged_capture_is_lost_across_many_crashes(forest, tmp_path):
     assert len(ids) == len(set(ids)), "an event was stored twice"
     assert acknowledged <= set(ids), "an acknowledged capture was lost"
     assert batches == 12
+    assert_whole(forest)
+
+
+# --- the lock itself --------------------------------------------------------------------------
+
+
+def lock_debris(root: Path) -> list[str]:
+    prefix = lock.lock_path(root).name + "."
+    return sorted(name for name in os.listdir(root.parent) if name.startswith(prefix))
+
+
+@pytest.mark.parametrize("step", ["lock_staged", "lock_owned"])
+def test_a_kill_while_taking_the_lock_leaves_no_lock(forest, tmp_path, step):
+    """Killed between the lock directory's creation and its owner write (or just before
+    the rename): the lock never appeared, so the next writer runs at once."""
+    before = state(forest)
+    killed = cli(*writer_args(forest, tmp_path, "remember"), crash=step)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert lock.state(forest) == {"state": "free"}
+    assert state(forest) == before
+    [leftover] = lock_debris(forest)
+    assert leftover.endswith(".new")
+    source = tmp_path / "next.jsonl"
+    source.write_bytes(jsonl([event(7, event_id="after-lock-kill")]))
+    assert cli("capture", forest, "--file", source).returncode == 0
+    # An owner file names a dead pid: debris at once. No owner: debris after the grace.
+    assert lock_debris(forest) == ([] if step == "lock_owned" else [leftover])
+    if step == "lock_staged":
+        cleared = cli("unlock", forest, "--stale", MEMORY_FOREST_LOCK_GRACE_SECONDS="0")
+        assert json.loads(cleared.stdout)["error"]["code"] == "lock_not_held"
+        assert lock_debris(forest) == []
+    assert lock.state(forest) == {"state": "free"}
+    assert_whole(forest)
+
+
+def old_version_lock(root: Path, age_seconds: float = 0.0, debris: bool = False) -> Path:
+    """The lock an older version left when killed between mkdir and its owner write."""
+    path = lock.lock_path(root)
+    os.mkdir(path, 0o700)
+    if debris:
+        (path / f".owner.json.{os.getpid()}.0a1b2c3d.tmp").write_bytes(b'{"pid"')
+    stamp = os.lstat(path).st_mtime - age_seconds
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+def test_an_ownerless_lock_is_held_for_the_grace_then_stale(forest, tmp_path):
+    old_version_lock(forest, debris=True)
+    args = writer_args(forest, tmp_path, "remember")
+    young = cli(*args)
+    assert json.loads(young.stdout)["error"]["code"] == "lock_held"
+    assert json.loads(young.stdout)["error"]["details"]["ownerless"] is True
+    refused = cli("unlock", forest, "--stale")
+    assert json.loads(refused.stdout)["error"]["code"] == "lock_held"
+    short = {"MEMORY_FOREST_LOCK_GRACE_SECONDS": "0"}
+    stale = cli(*args, **short)
+    assert json.loads(stale.stdout)["error"]["code"] == "lock_stale"
+    unlocked = cli("unlock", forest, "--stale", **short)
+    assert unlocked.returncode == 0, unlocked.stdout
+    assert json.loads(unlocked.stdout)["removed"]["ownerless"] is True
+    assert lock_debris(forest) == [] and lock.state(forest) == {"state": "free"}
+    done = cli(*args)
+    assert done.returncode == 0, done.stdout
+    assert_whole(forest)
+
+
+def test_the_reported_repro_clears_once_older_than_the_grace(forest):
+    """mkdir -m700 ROOT.maintenance.lock; memory-forest unlock ROOT --stale --json"""
+    old_version_lock(forest, age_seconds=lock.DEFAULT_GRACE_SECONDS + 5)
+    unlocked = cli("unlock", forest, "--stale")
+    assert unlocked.returncode == 0, unlocked.stdout
+    assert not os.path.lexists(lock.lock_path(forest))
+
+
+def test_doctor_repair_clears_an_ownerless_stale_lock(forest):
+    old_version_lock(forest, age_seconds=lock.DEFAULT_GRACE_SECONDS + 5)
+    repaired = cli("doctor", forest, "--repair")
+    assert repaired.returncode == 0, repaired.stdout
+    report = json.loads(repaired.stdout)
+    assert report["repair"]["unlocked"]["ownerless"] is True
+    assert report["lock"] == {"state": "free"} and lock_debris(forest) == []
+
+
+def test_a_kill_while_releasing_leaves_no_lock(forest, tmp_path):
+    """The lock is renamed aside before it is deleted: what a kill leaves there is debris."""
+    owner = lock.acquire(forest, "maintain")
+    retired = lock.lock_path(forest).with_name(lock.lock_path(forest).name + ".1-00ff00ff.old")
+    os.rename(lock.lock_path(forest), retired)  # where a kill after the rename stops
+    assert lock.state(forest) == {"state": "free"}
+    lock.release(forest, owner)  # no longer ours to release: nothing happens
+    assert lock_debris(forest) == [retired.name]
+    with lock.held(forest, "index"):
+        pass
+    assert lock_debris(forest) == []
+
+
+def test_kills_at_random_moments_never_leave_a_lock_that_cannot_be_cleared(forest, tmp_path):
+    """The adversarial run's finding, as a test: SIGKILL a writer at random moments around
+    lock time; every lock left has its owner, so 'unlock --stale' clears it."""
+    rng = random.Random(20261202)
+    source = tmp_path / "events.jsonl"
+    source.write_bytes(jsonl([event(1, event_id="random-kill")]))
+    env = {key: value for key, value in os.environ.items() if key != journal.CRASH_ENV}
+    args = [sys.executable, "-m", "memory_forest", "capture", str(forest), "--file", str(source),
+            "--json"]
+    started = time.monotonic()
+    subprocess.run(args, env=env, capture_output=True, check=True, timeout=60)
+    whole_run = time.monotonic() - started  # kills land in the second half of a run
+    killed = 0
+    for _ in range(10):
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=rng.uniform(0.5, 0.95) * whole_run)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            killed += proc.wait() == -signal.SIGKILL
+        found = lock.state(forest)
+        assert "ownerless" not in found, found
+        if found["state"] != "free":
+            assert found["state"] == "stale" and found["owner"]["command"] == "capture"
+            lock.unlock_stale(forest)
+        operations.doctor(forest, repair=True)
+    assert killed, "every run finished before its kill"
+    assert lock.state(forest) == {"state": "free"}
     assert_whole(forest)

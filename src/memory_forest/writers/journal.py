@@ -32,10 +32,8 @@ from a run that never changed a canonical byte.
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +49,7 @@ from ..safety import (
     write_new_private,
     write_private,
 )
+from ..testhooks import CRASH_ENV, FAIL_ENV, crash_point  # noqa: F401 - tests use them
 
 JOURNAL = "journal"
 STAGING_PREFIX = "journal-staging-"
@@ -59,22 +58,8 @@ FORMAT = 1
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 
 # --- test hooks ------------------------------------------------------------------------------
-# For tests only, never set in use. MEMORY_FOREST_TEST_CRASH_AT=<step> makes the process
-# SIGKILL itself when it reaches that step (recovery must finish or undo the write);
-# MEMORY_FOREST_TEST_FAIL_AT=<step>[,<step>...] raises an OSError there instead (the
-# writer itself must undo it).
-# Steps: staged, journaled, writing, written, indexed, receipted, recovering.
-CRASH_ENV = "MEMORY_FOREST_TEST_CRASH_AT"
-FAIL_ENV = "MEMORY_FOREST_TEST_FAIL_AT"
-
-
-def crash_point(step: str) -> None:
-    if os.environ.get(CRASH_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
-    if step in os.environ.get(FAIL_ENV, "").split(","):
-        raise OSError(errno.EIO, f"injected failure at {step}")
-
-
+# crash_point(step) SIGKILLs the process or raises at a named step (see testhooks). The
+# writers' steps: staged, journaled, writing, written, indexed, receipted, recovering.
 # ----------------------------------------------------------------------------------------------
 
 
