@@ -190,11 +190,15 @@ def redact_value(value: Any, counts: Counts) -> Any:
     pending: list[Pending] = [(value, top, None)]
     while pending:
         source, target, key = pending.pop()
+        local: Counts = {}
         if isinstance(source, dict):
-            _redact_object(source, target, counts, pending)
+            _redact_object(source, target, local, pending)
         else:  # a list's items are under its key: ``"api_keys": ["...", "..."]``
-            for item in source:
-                target.append(_leaf(item, key, counts, pending))
+            target.extend(_leaf(item, key, local, pending) for item in source)
+        if local.get("aws_access_key"):
+            _aws_siblings(target, local)
+        for rule, number in local.items():
+            counts[rule] = counts.get(rule, 0) + number
     return top
 
 
@@ -203,21 +207,23 @@ Pending = tuple[Any, Any, Any]  # (the value, its empty copy to fill, the key it
 
 def _redact_object(source: dict[str, Any], target: dict[str, Any], counts: Counts,
                    pending: list[Pending]) -> None:
-    local: Counts = {}
     for key, item in source.items():
-        name = redact_text(key, local) if isinstance(key, str) else key
+        name = redact_text(key, counts) if isinstance(key, str) else key
         number = 1
         while name in target:  # two keys redacted to the same marker both stay
             number += 1
             name = f"{redact_text(key, {})} {number}"
-        target[name] = _leaf(item, key, local, pending)
-    if local.get("aws_access_key"):
-        for name, item in target.items():
-            if isinstance(item, str) and _AWS_SECRET.fullmatch(item):
-                target[name] = marker("aws_secret_key")
-                _count(local, "aws_secret_key")
-    for rule, number in local.items():
-        counts[rule] = counts.get(rule, 0) + number
+        target[name] = _leaf(item, key, counts, pending)
+
+
+def _aws_siblings(target: dict[str, Any] | list[Any], counts: Counts) -> None:
+    """In an object or list that held an access key id, a value that is exactly a bare
+    secret key is the secret beside it."""
+    places = target.items() if isinstance(target, dict) else enumerate(target)
+    for place, item in list(places):
+        if isinstance(item, str) and _AWS_SECRET.fullmatch(item):
+            target[place] = marker("aws_secret_key")
+            _count(counts, "aws_secret_key")
 
 
 def _leaf(item: Any, key: Any, counts: Counts, pending: list[Pending]) -> Any:
