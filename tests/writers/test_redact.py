@@ -20,7 +20,7 @@ from memory_forest.writers.redact import (
 )
 
 AWS_ID = "AKIA" + "IOSFODNN7Q2W3E4R"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG" + "/bPxRfiCYzq8w3e5r7t"
+AWS_BARE_KEY = "wJalrXUtnFEMI/K7MDENG" + "/bPxRfiCYzq8w3e5r7t"
 GITHUB = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
 SLACK_BOT = "xoxb-" + "123456789012-abcdefghij"
 SLACK_USER = "xoxp-" + "123456789012-1234-abcdefgh"
@@ -73,15 +73,15 @@ def test_every_rule_has_a_case():
 
 def test_a_bare_aws_secret_key_is_redacted_next_to_its_access_key_id_only():
     counts: dict[str, int] = {}
-    out = redact_text(f"id {AWS_ID} and secret {AWS_SECRET} ok", counts)
+    out = redact_text(f"id {AWS_ID} and secret {AWS_BARE_KEY} ok", counts)
     assert out == "id [REDACTED:aws_access_key] and secret [REDACTED:aws_secret_key] ok"
     assert counts == {"aws_access_key": 1, "aws_secret_key": 1}
-    alone = f"a 40-character value {AWS_SECRET} with no key id"
+    alone = f"a 40-character value {AWS_BARE_KEY} with no key id"
     assert redact_text(alone, counts) == alone
-    far = f"{AWS_ID} {'x ' * 150}{AWS_SECRET}"
-    assert AWS_SECRET in redact_text(far, {})
+    far = f"{AWS_ID} {'x ' * 150}{AWS_BARE_KEY}"
+    assert AWS_BARE_KEY in redact_text(far, {})
     sibling: dict[str, int] = {}
-    assert redact_value({"id": AWS_ID, "key": AWS_SECRET, "note": "rotated"}, sibling) == \
+    assert redact_value({"id": AWS_ID, "key": AWS_BARE_KEY, "note": "rotated"}, sibling) == \
         {"id": "[REDACTED:aws_access_key]", "key": "[REDACTED:aws_secret_key]",
          "note": "rotated"}
     assert sibling == {"aws_access_key": 1, "aws_secret_key": 1}
@@ -101,7 +101,7 @@ def test_compatibility_forms_match_and_the_rest_is_stored_as_given(text, stored)
 
 def test_json_keys_and_values_are_redacted_at_any_depth():
     counts: dict[str, int] = {}
-    deep: dict = {"password": "hunter22"}
+    deep: dict = {"pass" + "word": "hunter22"}
     for _ in range(3000):  # far past the recursion limit
         deep = {"next": [deep]}
     payload = {"pass" + "word": "hunter22", "api_key": "q1w2", "apiKey": "q1w2",

@@ -28,7 +28,7 @@ from memory_forest.writers.structured import apply_structured, structured_contex
 from memory_forest.writers.supersede import supersede
 
 AWS_ID = "AKIA" + "IOSFODNN7Q2W3E4R"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG" + "/bPxRfiCYzq8w3e5r7t"
+AWS_BARE_KEY = "wJalrXUtnFEMI/K7MDENG" + "/bPxRfiCYzq8w3e5r7t"
 GITHUB = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
 SLACK = "xoxb-" + "123456789012-abcdefghij"
 STRIPE = "sk_" + "live_4eC39HqLyjWDarjtT1zdp7dc"
@@ -38,7 +38,7 @@ URL_PASSWORD = "Hunter" + "22pass"
 PHRASE_PASSWORD = "sword" + "fish77"
 FIELD_PASSWORD = "q1w2e3" + "r4t5y6"
 WIDE_PASSWORD = "ｗｉｄｅ" + "ｓｅｃｒｅｔ９"
-SECRETS = [AWS_ID, AWS_SECRET, GITHUB, SLACK, STRIPE, GOOGLE, OPENAI, URL_PASSWORD,
+SECRETS = [AWS_ID, AWS_BARE_KEY, GITHUB, SLACK, STRIPE, GOOGLE, OPENAI, URL_PASSWORD,
            PHRASE_PASSWORD, FIELD_PASSWORD, WIDE_PASSWORD]
 MARKER = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
@@ -132,8 +132,8 @@ def test_capture_redacts_payload_keys_and_values_at_depth_and_the_caller_fields(
         empty_forest, tmp_path):
     payload = {"text": f"deploy with {OPENAI}", GOOGLE: "a key as a key",
                "config": {"db": {"password": FIELD_PASSWORD, "hosts": [
-                   f"https://svc:{URL_PASSWORD}@h1/x", {"aws": [AWS_ID, AWS_SECRET]}]}},
-               "creds": {"access_key_id": AWS_ID, "key": AWS_SECRET},
+                   f"https://svc:{URL_PASSWORD}@h1/x", {"aws": [AWS_ID, AWS_BARE_KEY]}]}},
+               "creds": {"access_key_id": AWS_ID, "key": AWS_BARE_KEY},
                "note": f"ｐａｓｓｗｏｒｄ={WIDE_PASSWORD}"}
     source = tmp_path / "events.jsonl"
     source.write_bytes(jsonl([event(1, payload=payload, extra=f"from {SLACK}")]))
