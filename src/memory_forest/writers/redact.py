@@ -23,6 +23,7 @@ Pure standard library: the per-turn path imports nothing heavy through it.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Any
@@ -64,10 +65,28 @@ RULES: dict[str, str] = {
                        rf"(?!(?i:(?:{_PROSE})\b))(?!\[REDACTED:)"
                        r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&]*[^\s\"',;&.!?:)])",
 }
-_PATTERN = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in RULES.items()))
-# Every rule needs one of these literals; testing for them first keeps clean text cheap.
-_TRIGGERS = re.compile(r"(?i:PRIVATE KEY|eyJ|bearer|://|sk-|sk_|rk_|AIza|gh[pousr]_|github_pat_|"
-                       rf"xox|AKIA|ASIA|passcode|{_KEYWORDS})")
+# Rule -> literals (lower case) of which any match of the rule holds one. Text is tested
+# for them first, with plain substring searches, and only the rules whose literals it
+# holds are run: ordinary text costs a few microseconds.
+_KEYWORD_LITERALS = ("password", "passwd", "pwd", "passphrase", "token", "secret", "api_key",
+                     "apikey", "access_key", "private_key")
+LITERALS: dict[str, tuple[str, ...]] = {
+    "private_key": ("private key",),
+    "jwt": ("eyj",),
+    "bearer": ("bearer",),
+    "url_credentials": ("://",),
+    "api_key": ("sk-",),
+    "stripe_key": ("sk_", "rk_"),
+    "google_api_key": ("aiza",),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack_token": ("xox",),
+    "aws_access_key": ("akia", "asia"),
+    "assignment": _KEYWORD_LITERALS,
+    "password_phrase": ("password", "passwd", "passphrase", "passcode"),
+}
+_ALL_LITERALS = tuple(dict.fromkeys(literal for group in LITERALS.values() for literal in group))
+_ANY_LITERAL = re.compile("|".join(map(re.escape, _ALL_LITERALS)))
+SHORT = 100  # below this length one regex search beats a substring search per literal
 
 # A bare AWS secret access key: 40 characters of base64 with both cases, standing alone.
 # Too like other data to redact anywhere, so only next to an access key id.
@@ -97,10 +116,13 @@ def marker(rule: str) -> str:
 def redact_text(text: str, counts: Counts) -> str:
     """``text`` with every credential-shaped span replaced by its marker, counted per rule."""
     folded, starts, ends = _fold(text)
-    if not _TRIGGERS.search(folded):
+    lowered = folded.lower()
+    if not _has_literal(lowered):
         return text
+    rules = tuple(rule for rule, literals in LITERALS.items()
+                  if any(literal in lowered for literal in literals))
     pieces, last = [], 0
-    for match in _PATTERN.finditer(folded):
+    for match in _pattern(rules).finditer(folded):
         rule = match.lastgroup or "secret"
         keep = match.end(f"keep_{rule}") if f"keep_{rule}" in RULES[rule] else -1
         secret_start = match.start() if keep < 0 else keep
@@ -116,6 +138,18 @@ def redact_text(text: str, counts: Counts) -> str:
         return text
     pieces.append(text[last:])
     return _aws_secrets("".join(pieces), counts)
+
+
+def _has_literal(lowered: str) -> bool:
+    if len(lowered) < SHORT:
+        return _ANY_LITERAL.search(lowered) is not None
+    return any(literal in lowered for literal in _ALL_LITERALS)
+
+
+@functools.lru_cache(maxsize=128)
+def _pattern(rules: tuple[str, ...]) -> re.Pattern[str]:
+    """One alternation of ``rules`` (in table order): the leftmost match of any wins."""
+    return re.compile("|".join(f"(?P<{name}>{RULES[name]})" for name in rules))
 
 
 def _fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:
@@ -186,6 +220,8 @@ def redact_value(value: Any, counts: Counts) -> Any:
     """
     if not isinstance(value, (dict, list)):
         return redact_text(value, counts) if isinstance(value, str) else value
+    if not _may_hold_secrets(value):
+        return value.copy()  # nothing below changes, so nothing below needs copying
     top: dict[str, Any] | list[Any] = {} if isinstance(value, dict) else []
     pending: list[Pending] = [(value, top, None)]
     while pending:
@@ -200,6 +236,18 @@ def redact_value(value: Any, counts: Counts) -> Any:
         for rule, number in local.items():
             counts[rule] = counts.get(rule, 0) + number
     return top
+
+
+def _may_hold_secrets(value: dict[str, Any] | list[Any]) -> bool:
+    """Whether any key or string in ``value`` has a rule's literal: one search over the
+    value's JSON text instead of one per string (most events have no literal at all)."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, check_circular=False)
+    except (TypeError, ValueError, RecursionError):
+        return True  # not plain JSON: walk it
+    return _has_literal(_fold(text)[0].lower())
 
 
 Pending = tuple[Any, Any, Any]  # (the value, its empty copy to fill, the key it is under)
@@ -226,11 +274,16 @@ def _aws_siblings(target: dict[str, Any] | list[Any], counts: Counts) -> None:
             _count(counts, "aws_secret_key")
 
 
+def _is_secret_field(key: str) -> bool:
+    folded = _fold(key)[0]
+    return _has_literal(folded.lower()) and _SECRET_FIELD.fullmatch(folded) is not None
+
+
 def _leaf(item: Any, key: Any, counts: Counts, pending: list[Pending]) -> Any:
     """The redacted copy of one item; a container is created empty and filled later."""
     if isinstance(item, str):
         if isinstance(key, str) and item and not item.startswith(MARKER_PREFIX) \
-                and _SECRET_FIELD.fullmatch(_fold(key)[0]):
+                and _is_secret_field(key):
             _count(counts, "secret_field")
             return marker("secret_field")
         return redact_text(item, counts)
