@@ -6,6 +6,7 @@ like a real one to the release audit (or to a scanner reading the repository).
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,8 @@ def test_a_bare_aws_secret_key_is_redacted_next_to_its_access_key_id_only():
     assert redact_text(alone, counts) == alone
     far = f"{AWS_ID} {'x ' * 150}{AWS_BARE_KEY}"
     assert AWS_BARE_KEY in redact_text(far, {})
+    blob = base64.b64encode(bytes(range(256)) * 2).decode()  # crosses the 200-character window
+    assert blob in redact_text(f"{AWS_ID} {'x ' * 80}{blob}", {})
     sibling: dict[str, int] = {}
     assert redact_value({"id": AWS_ID, "key": AWS_BARE_KEY, "note": "rotated"}, sibling) == \
         {"id": "[REDACTED:aws_access_key]", "key": "[REDACTED:aws_secret_key]",

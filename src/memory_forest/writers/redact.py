@@ -184,11 +184,11 @@ def _aws_secrets(text: str, counts: Counts) -> str:
     access key id (the marker the main pass left)."""
     if _AWS_MARKER not in text:
         return text
-    spans: list[tuple[int, int]] = []
-    for found in re.finditer(re.escape(_AWS_MARKER), text):
-        low, high = max(0, found.start() - AWS_NEAR), found.end() + AWS_NEAR
-        spans += [m.span() for m in _AWS_SECRET.finditer(text, low, high)]
-    for start, end in sorted(set(spans), reverse=True):
+    ids = [found.span() for found in re.finditer(re.escape(_AWS_MARKER), text)]
+    spans = [m.span() for m in _AWS_SECRET.finditer(text)
+             if any(m.start() - AWS_NEAR <= end and start <= m.end() + AWS_NEAR
+                    for start, end in ids)]
+    for start, end in reversed(spans):
         text = text[:start] + marker("aws_secret_key") + text[end:]
         _count(counts, "aws_secret_key")
     return text
