@@ -30,16 +30,18 @@ from typing import Any
 
 MARKER_PREFIX = "[REDACTED:"
 
-# Key words that name a secret: in ``key=value`` text and as JSON field names.
-_KEYWORDS = (r"password|passwd|pwd|passphrase|token|secret|api_key|apikey|access_key|"
-             r"secret_key|client_secret|private_key")
+# Key words that name a secret in ``key=value`` text, and as JSON field names (there
+# without ``pwd``, which in captured shell events is the working directory).
+_FIELD_KEYWORDS = (r"password|passwd|passphrase|token|secret|api_key|apikey|access_key|"
+                   r"secret_key|client_secret|private_key")
+_KEYWORDS = f"{_FIELD_KEYWORDS}|pwd"
 # Words that follow "password is" in prose about passwords rather than in a password.
 _PROSE = (r"a|an|the|not|no|now|also|still|only|never|always|being|been|too|very|"
           r"required|needed|optional|mandatory|set|reset|changed|expired|incorrect|wrong|"
           r"invalid|valid|correct|stored|saved|hashed|encrypted|sent|shown|hidden|empty|"
           r"missing|weak|strong|long|short|case|unique|same|different|used|unknown|"
           r"forgotten|lost|managed|generated|rotated|in|on|at|for|to|of|and|or|your|my|our|"
-          r"their|his|her|its|this|that|what|where|how|stored|kept|given|available")
+          r"their|his|her|its|this|that|what|where|how|kept|given|available")
 
 # Rule name -> pattern. A group named ``keep_<rule>`` is kept in front of the marker (the
 # "Bearer " or "password=" that says what the secret was); the rest becomes the marker.
@@ -95,9 +97,8 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0
 _AWS_MARKER = "[REDACTED:aws_access_key]"
 AWS_NEAR = 200  # characters either side of an access key id
 
-# A JSON field whose name says its value is a secret: ``password``, ``db_token``, ``apiKey``
-# (not ``pwd``, which in captured shell events is the working directory).
-_SECRET_FIELD = re.compile(rf"(?i:[A-Za-z0-9_.-]*(?:{_KEYWORDS.replace('|pwd', '')}))")
+# A JSON field whose name says its value is a secret: ``password``, ``db_token``, ``apiKey``.
+_SECRET_FIELD = re.compile(rf"(?i:[A-Za-z0-9_.-]*(?:{_FIELD_KEYWORDS}))")
 
 # Invisible characters dropped before matching (soft hyphen, zero-width and bidi controls).
 _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
