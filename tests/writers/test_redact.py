@@ -45,6 +45,7 @@ CASES = [
     ("assignment", "TOKEN: 'abc def'", "TOKEN: '[REDACTED:assignment]'"),
     ("assignment", 'db_secret="s3cr3t"', 'db_secret="[REDACTED:assignment]"'),
     ("assignment", '"api_key": "' + 'q1w2e3r4t5"', '"api_key": "[REDACTED:assignment]"'),
+    ("assignment", "`pass" + "word=hunter22`", "`password=[REDACTED:assignment]`"),
     ("url_credentials", "https://bob:" + "hunter22@db.example.org/x",
      "https://bob:[REDACTED:url_credentials]@db.example.org/x"),
     ("url_credentials", "postgres://:" + "hunter22@localhost:5432/app",
@@ -165,6 +166,7 @@ ORDINARY = [
     "mailto:someone@example.org and git@github.com:owner/repo.git",
     "Tokens per second went up; the secret sauce is 5 percent brine.",
     "token limits: 8k context",
+    "the `password=` and `token:` forms are documented",
 ]
 
 

@@ -61,11 +61,11 @@ RULES: dict[str, str] = {
     "slack_token": r"\bxox[abposre]-[A-Za-z0-9-]{10,}",
     "aws_access_key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
     "assignment": rf"(?P<keep_assignment>(?i:\b[A-Za-z0-9_.-]*(?:{_KEYWORDS})[\"']?\s*[=:]\s*))"
-                  r"(?!\[REDACTED:)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&]+)",
+                  r"(?!\[REDACTED:)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'`,;&]+)",
     "password_phrase": r"(?P<keep_password_phrase>(?i:\b(?:password|passwd|passphrase|passcode)"
                        r"\s+(?:is|was)\s+))"
                        rf"(?!(?i:(?:{_PROSE})\b))(?!\[REDACTED:)"
-                       r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&]*[^\s\"',;&.!?:)])",
+                       r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'`,;&]*[^\s\"'`,;&.!?:)])",
 }
 # Rule -> literals (lower case) of which any match of the rule holds one. Text is tested
 # for them first, with plain substring searches, and only the rules whose literals it
