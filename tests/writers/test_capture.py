@@ -108,39 +108,6 @@ def test_a_batch_is_all_or_nothing(example_forest, tmp_path):
     assert contents(example_forest) == before
 
 
-REDACTIONS = [
-    ("api_key", "key sk-proj-abcdefghijklmnopqrstuvwx"),
-    ("github_token", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),  # release-audit: allow
-    ("github_token", "github_pat_11ABCDEFG0abcdefghijklmnopqrstuv"),  # release-audit: allow
-    ("slack_token", "xoxb-123456789012-abcdefghij"),  # release-audit: allow
-    ("aws_access_key", "AKIAIOSFODNN7EXAMPLE"),  # release-audit: allow
-    ("jwt",
-     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N"),  # release-audit: allow
-    ("private_key",
-     "-----BEGIN OPENSSH PRIVATE KEY-----\n"  # release-audit: allow
-     "b3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----"),
-    ("bearer", "Authorization: Bearer abc.def-ghi_jkl"),
-    ("assignment", "password=hunter22"),  # release-audit: allow
-    ("assignment", "TOKEN: 'abc def'"),
-    ("assignment", 'db_secret="s3cr3t"'),
-]
-
-
-@pytest.mark.parametrize("rule, text", REDACTIONS)
-def test_each_redaction_rule(rule, text):
-    counts: dict[str, int] = {}
-    out = cap.redact({"nested": [f"before {text} after"]}, counts)
-    assert counts == {rule: 1}
-    assert f"[REDACTED:{rule}]" in out["nested"][0]
-    assert out["nested"][0].startswith("before ") and out["nested"][0].endswith(" after")
-
-
-def test_plain_text_is_not_redacted():
-    counts: dict[str, int] = {}
-    text = "the token economy; a secret garden; password policy review; sk-short; Bearer x"
-    assert cap.redact(text, counts) == text and counts == {}
-
-
 def test_redaction_happens_before_the_hash_and_is_counted(empty_forest, tmp_path):
     secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"  # release-audit: allow
     out = run(empty_forest, tmp_path, [event(1, payload={"text": f"push with {secret}",

@@ -6,10 +6,12 @@ may supply ``event_id`` and further keys of their own). The tool fills
 ``sha256`` = sha256 of the canonical JSON of the stored payload. Events go
 to the dated shard ``06 istm/YYYY-MM-DD.jsonl`` of the capture day.
 
-Before anything is stored, every string value (in the payload and in the
-caller's own keys) is scanned for credential-shaped text, which is replaced
-by ``[REDACTED:<rule>]``; the result counts redactions per rule. A batch is
-all or nothing: one bad event rejects the batch.
+Before anything is stored, every string (values and keys, in the payload at
+any depth and in the caller's own fields) goes through ``redact``: credential-
+shaped text is replaced by ``[REDACTED:<rule>]`` and the result counts
+redactions per rule. An ``event_id`` holding a credential is refused
+(``secret_in_name``): it is a name, stored as given. A batch is all or
+nothing: one bad event rejects the batch.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from ..documents import sha256_hex
 from ..errors import ForestError
 from ..jsonio import StrictJSONError, dumps, loads_strict
+from .redact import redact_value, refuse_secret_name
 from .transaction import Stage, run
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -35,50 +38,6 @@ _EVENT_ID = re.compile(EVENT_ID)
 CALLER_FIELDS = ("observed_at", "source", "kind", "payload")
 TOOL_FIELDS = ("captured_at", "sha256")
 _LABEL_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-# --- redaction --------------------------------------------------------------------------------
-
-# Rule name -> pattern. A group named ``keep`` is kept in front of the marker (the
-# "Bearer " or "password=" that says what the secret was); the rest becomes the marker.
-_KEYWORDS = r"password|passwd|pwd|token|secret|api_key|apikey|access_key|secret_key|client_secret"
-REDACTION_RULES: dict[str, str] = {
-    "private_key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?"
-                   r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-    "jwt": r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",
-    "bearer": r"(?P<keep_bearer>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}",
-    "api_key": r"\bsk-[A-Za-z0-9_-]{20,}",
-    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
-    "slack_token": r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
-    "aws_access_key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    "assignment": rf"(?P<keep_assignment>(?i:\b[A-Za-z0-9_.-]*(?:{_KEYWORDS})[\"']?\s*[=:]\s*))"
-                  r"(?!\[REDACTED:)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&]+)",
-}
-_REDACT = re.compile("|".join(f"(?P<{name}>{pattern})"
-                              for name, pattern in REDACTION_RULES.items()))
-# Every rule needs one of these literals; testing for them first keeps clean text cheap.
-_TRIGGERS = re.compile(rf"(?i:PRIVATE KEY|eyJ|bearer|sk-|gh[pousr]_|github_pat_|xox|AKIA|ASIA|"
-                       rf"{_KEYWORDS})")
-
-
-def redact(value: Any, counts: dict[str, int]) -> Any:
-    """``value`` with credential-shaped strings replaced, counting per rule."""
-    if isinstance(value, str):
-        if not _TRIGGERS.search(value):
-            return value
-
-        def marker(match: re.Match[str]) -> str:
-            rule = match.lastgroup or "secret"
-            counts[rule] = counts.get(rule, 0) + 1
-            keep = match.groupdict().get(f"keep_{rule}") or ""
-            return f"{keep}[REDACTED:{rule}]"
-
-        return _REDACT.sub(marker, value)
-    if isinstance(value, dict):
-        return {key: redact(item, counts) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact(item, counts) for item in value]
-    return value
-
 
 # --- input ------------------------------------------------------------------------------------
 
@@ -173,6 +132,8 @@ def check_event(event: dict[str, Any], number: int) -> None:
     if event_id is not None and not (isinstance(event_id, str) and _EVENT_ID.fullmatch(event_id)):
         raise _bad("capture_bad_event_id", "event_id is 1-128 letters, digits, '.', '_', ':' "
                    "or '-', starting with a letter or digit", event=number)
+    if event_id is not None:
+        refuse_secret_name(event_id, "event_id", event=number)
     if not _is_timestamp(event["observed_at"]):
         raise _bad("capture_bad_observed_at", "observed_at must be an RFC 3339 timestamp with "
                    "a time zone", event=number)
@@ -217,7 +178,8 @@ def stage_events(stage: Stage, events: list[dict[str, Any]]
     counts: dict[str, int] = {}
     prepared = []
     for number, event in enumerate(events, start=1):
-        record = {key: redact(value, counts) for key, value in event.items()}
+        record = redact_value({key: value for key, value in event.items()
+                               if key != "event_id"}, counts)
         record["event_id"] = event.get("event_id") or new_event_id(stamp, token, number)
         record["captured_at"] = captured_at
         record["sha256"] = sha256_hex(dumps(record["payload"]).encode("utf-8"))

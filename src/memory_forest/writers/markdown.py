@@ -239,13 +239,17 @@ def check_title(title: str, code: str = "title") -> str:
 
 
 def check_linkable(segment: str, what: str) -> None:
-    """A tree, branch or leaf name the writers can put in a wikilink target."""
+    """A tree, branch or leaf name the writers can put in a wikilink target (and one that
+    holds no credential: a name becomes a file name and a link, never redacted)."""
+    from .redact import refuse_secret_name
+
     check_segment(segment, what)
     bad = sorted(set(segment) & _UNLINKABLE)
     if bad:
         raise ForestError("route_unlinkable_segment",
                           f"a {what} name the writers create may not contain {' '.join(bad)}",
                           {"segment": segment[:80]})
+    refuse_secret_name(segment, what)
 
 
 def wikilink(path: str, alias: str) -> str:

@@ -188,8 +188,12 @@ TEXT_FIELDS = frozenset({"summary", "body", "title", "tags", "tree_title", "bran
 
 def redact_text(plan: BaseModel) -> dict[str, int]:
     """Redact credential-shaped text in every prose field of ``plan``, in place, as
-    ``capture`` does for events; return the count per rule."""
-    from .capture import redact
+    ``capture`` does for events; return the count per rule.
+
+    For plans whose every prose field is stored (Daily, Structured Sweep); the
+    promotion plan's titles are stored only for what is new, so ``promote``
+    redacts them one by one."""
+    from .redact import redact_value
 
     counts: dict[str, int] = {}
 
@@ -202,7 +206,7 @@ def redact_text(plan: BaseModel) -> dict[str, int]:
                 for item in value:
                     walk(item)
             elif name in TEXT_FIELDS and value is not None:
-                setattr(model, name, redact(value, counts))
+                setattr(model, name, redact_value(value, counts))
 
     walk(plan)
     return counts
@@ -308,9 +312,15 @@ def _check_daily(plan: DailyPlan) -> None:
         raise reject("plan_bad_date", "date is not a calendar date", "date") from None
     _unique([entry.entry_id for entry in plan.entries], "plan_duplicate_entry_id", "entry_id",
             "entries")
+    from .redact import find_secret
+
     for number, entry in enumerate(plan.entries):
         if not entry.summary.strip():
             raise reject("plan_empty_text", "summary is empty", f"entries.{number}.summary")
+        rule = find_secret(entry.entry_id)
+        if rule is not None:  # the id is the entry's heading and anchor: a name, not text
+            raise reject("plan_bad_entry_id", f"entry_id looks like a credential ({rule}); "
+                         "choose another", f"entries.{number}.entry_id")
 
 
 def _check_promotion(plan: PromotionPlan) -> None:

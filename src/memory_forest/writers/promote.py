@@ -17,13 +17,20 @@ from ..routes import ltm_path, mtm_path, stm_path
 from . import parents, plans
 from .daily import entry_text, resolve_entries
 from .markdown import neutralize
+from .redact import Counts, redact_text
 from .transaction import Stage, run
 
 
 def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("promotion", source)
-    redactions = plans.redact_text(plan)
     route = plan.route
+    tree, branch = ltm_path(route.tree), mtm_path(route.tree, route.branch)
+    # Each title is stored only if its document is new: count it only then.
+    found: dict[str, Counts] = {tree: {}, branch: {}, "leaf": {}}
+    route.tree_title = redact_text(route.tree_title, found[tree])
+    route.branch_title = redact_text(route.branch_title, found[branch])
+    if plan.title is not None:
+        plan.title = redact_text(plan.title, found["leaf"])
 
     def prepare(stage: Stage) -> None:
         daily = resolve_entries(stage, plan.entry_ids)
@@ -39,10 +46,13 @@ def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
         if again:
             raise ForestError("entry_already_promoted", "the leaf already cites this Daily "
                               "entry", {"path": path, "sources": again})
-        titles = {ltm_path(route.tree): route.tree_title,
-                  mtm_path(route.tree, route.branch): route.branch_title}
+        titles = {tree: route.tree_title, branch: route.branch_title}
+        stored = [found[owner] for owner in titles if not stage.exists(owner)]
         created = parents.add_to_leaf(stage, path, plan.title or route.leaf, block, titles,
                                       pointers)
+        stored += [found["leaf"]] if created else []
+        redactions = {rule: sum(part.get(rule, 0) for part in stored)
+                      for part in stored for rule in part}
         stage.details.update({"path": path, "created": created, "dispositions": [
             {"entry_id": entry_id, "disposition": "promoted", "daily": daily[entry_id],
              "target": path} for entry_id in plan.entry_ids], "redactions": redactions})

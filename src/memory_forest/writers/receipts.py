@@ -43,6 +43,9 @@ def check_transaction_id(transaction_id: str) -> str:
         raise ForestError("transaction_id_invalid",
                           "a transaction id is 1-128 letters, digits, '.', '_' or '-', "
                           "starting with a letter or digit", exit_code=2)
+    from .redact import refuse_secret_name
+
+    refuse_secret_name(transaction_id, "transaction id")  # it names the receipt file
     return transaction_id
 
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents
-from .capture import check_event, redact, stage_events
+from .capture import check_event, stage_events
 from .markdown import check_linkable, check_title, clean_text, neutralize
 from .receipts import now
+from .redact import Counts, redact_text, redact_value
 from .transaction import Stage, run
 
 MAX_CONTENT_BYTES = 256 * 1024
@@ -42,8 +43,8 @@ def default_title(leaf: str) -> str:
     return " ".join(words)
 
 
-def _added(first: dict[str, int], second: dict[str, int]) -> dict[str, int]:
-    return {rule: first.get(rule, 0) + second.get(rule, 0) for rule in {*first, *second}}
+def _added(*parts: Counts) -> Counts:
+    return {rule: sum(part.get(rule, 0) for part in parts) for part in parts for rule in part}
 
 
 def remember_command(root: str | Path, tree: str, branch: str, leaf: str, title: str | None,
@@ -72,16 +73,22 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str | N
     for segment, what in ((tree, "tree"), (branch, "branch"), (leaf, "leaf")):
         check_linkable(segment, what)
     title = None if title is None else check_title(title)
-    found: dict[str, int] = {}  # redactions outside the event: parent titles and tags
-    titles = {path: redact(check_title(value), found) for path, value in
-              ((ltm_path(tree), tree_title), (mtm_path(tree, branch), branch_title)) if value}
+    # Text outside the event (parent titles, tags) is redacted here; each part keeps its
+    # own count, added to the receipt only if the part is stored (a parent that exists
+    # keeps its title, an existing leaf its tags).
+    title_counts: dict[str, Counts] = {}
+    titles = {}
+    for owner, value in ((ltm_path(tree), tree_title), (mtm_path(tree, branch), branch_title)):
+        if value:
+            titles[owner] = redact_text(check_title(value), title_counts.setdefault(owner, {}))
     content = clean_text(content)
     if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
         from ..errors import ForestError
 
         raise ForestError("content_too_large", f"content is at most {MAX_CONTENT_BYTES} bytes",
                           exit_code=2)
-    tags = [redact(check_title(tag, "tag"), found) for tag in tags or []]
+    tag_counts: Counts = {}
+    tags = redact_value([check_title(tag, "tag") for tag in tags or []], tag_counts)
     path = stm_path(tree, branch, leaf)
     request = {"tree": tree, "branch": branch, "leaf": leaf, "title": title, "content": content,
                "source": source, "tree_title": tree_title, "branch_title": branch_title,
@@ -103,10 +110,12 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str | N
         payload = records[0]["payload"]  # redacted: what reaches the leaf is what was stored
         block = entry_block(stage.now, pointer, payload["text"])
         leaf_title = payload.get("title") or default_title(leaf)
+        new_parents = [owner for owner in titles if not stage.exists(owner)]
         created = parents.add_to_leaf(stage, path, leaf_title, block, titles, [pointer], tags)
+        stored = [captured["redactions"], *(title_counts[owner] for owner in new_parents),
+                  tag_counts if created else {}]
         stage.details.update({"path": path, "created": created, "event_id": event_id,
-                              "shard": captured["shard"],
-                              "redactions": _added(captured["redactions"], found),
+                              "shard": captured["shard"], "redactions": _added(*stored),
                               "title_ignored": title is not None and not created})
 
     return run(root, "remember", request, transaction_id, prepare, wait)

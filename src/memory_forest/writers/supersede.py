@@ -68,14 +68,14 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
 
 def supersede(root: str | Path, old_id: str, file: str, transaction_id: str | None = None,
               wait: float = 0.0) -> dict[str, Any]:
-    from .capture import redact
+    from .redact import redact_value
 
     stem, meta, body = read_new_record(file)
     check_linkable(stem, "record")
     redactions: dict[str, int] = {}
-    meta = {key: value if key == "sources" else redact(value, redactions)
+    meta = {key: value if key == "sources" else redact_value(value, redactions)
             for key, value in meta.items()}
-    body = redact(body, redactions)
+    body = redact_value(body, redactions)
     request = {"id": old_id, "name": stem, "frontmatter": meta, "body": body}
 
     def prepare(stage: Stage) -> None:
