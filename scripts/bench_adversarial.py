@@ -6,13 +6,14 @@ Probe families, each counted as tried / failed:
 
 - ``kill-<writer>``: ``capture``, ``remember`` and ``apply-structured`` run
   as real CLI processes on a fresh copy of the example forest and get
-  SIGKILL after a random delay (0 to 1.2 times the writer's measured run
-  time); a kill that leaves a lock or a journal behind counts as landed
-  mid-write. Recovery is what a user runs: ``unlock --stale`` when the lock is
-  stale, then ``doctor --repair``. A probe fails when recovery fails, when a
-  lock is left behind (an ownerless lock directory included), when the
-  journal is not clear, or when ``validate`` then finds an error (a torn
-  file). ``--kills`` probes in all (default 150).
+  SIGKILL after a random delay (0.4 to 1.1 times the writer's measured
+  run time, since start-up takes most of it); a kill that leaves a lock or
+  a journal behind counts as landed mid-write. Recovery is what a user
+  runs: ``unlock --stale`` when the lock is stale, then ``doctor --repair``.
+  A probe fails when recovery fails, when a lock is left behind (an
+  ownerless lock directory included), when the journal is not clear, or
+  when ``validate`` then finds an error (a torn file). ``--kills`` probes in
+  all (default 240).
 - hostile input, through the real CLI with an address-space cap: arguments
   that are not UTF-8 (``argv-not-utf8``), JSON nested past the bound
   (``json-depth``), lone surrogates in every JSON input (``json-surrogate``),
@@ -118,7 +119,9 @@ def _cap() -> None:
 
 
 def _show(args: list[Any]) -> str:
-    return " ".join(repr(a)[:40] if isinstance(a, bytes) else str(a)[:40] for a in args[:4])
+    """The call, short: scratch paths by their last name, long words cut."""
+    return " ".join(repr(a)[:40] if isinstance(a, bytes) else a.name if isinstance(a, Path)
+                    else str(a)[:40] for a in args[:4])
 
 
 # --- random kills -----------------------------------------------------------------------------
@@ -152,7 +155,7 @@ def kill_probe(kind: str, template: Path, scratch: Path, rng: random.Random,
     proc = subprocess.Popen([sys.executable, "-m", "memory_forest",
                              *map(os.fspath, args), "--json"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
-    time.sleep(rng.uniform(0, typical * 1.2))
+    time.sleep(rng.uniform(0.4, 1.1) * typical)  # most of a run is start-up: aim late
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     landed = lock.state(root)["state"] != "free" or (root / JOURNAL).exists()
@@ -368,7 +371,7 @@ def family(table: dict[str, dict[str, Any]], name: str, tries: int,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kills", type=int, default=150)
+    parser.add_argument("--kills", type=int, default=240)
     parser.add_argument("--inputs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--write-docs", action="store_true")

@@ -170,15 +170,16 @@ async def _screen(read_stream: Any, forward: Any, write_stream: Any, types: Any)
 
 
 def _refusal(exc: Exception, types: Any) -> Any:
-    """The answer to the request held by an unparsable line, or None when it has no id."""
+    """The answer to the request held by an unparsable line, or None when it is no request."""
     from mcp.shared.message import SessionMessage
 
     from .jsonio import StrictJSONError, loads_strict
 
     line = _refused_line(exc)
     request_id, method = _top_level(line, "id"), _top_level(line, "method")
-    if not isinstance(request_id, int | str) or isinstance(request_id, bool):
-        return None
+    if not isinstance(method, str) or isinstance(request_id, bool) \
+            or not isinstance(request_id, int | str):
+        return None  # a notification, or a client's response: nothing to answer
     try:
         loads_strict(line)
     except StrictJSONError as error:
