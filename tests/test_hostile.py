@@ -386,6 +386,8 @@ def plant_files(root: Path, tmp_path: Path) -> None:
     plant(root, f"{LEAF}/not-utf8.md", b"---\nid: x\n---\n# \xff\xfe\n")
     plant(root, f"{LEAF}/deep.md", leaf("id: stm-deep\nx: " + "[" * 300 + "]" * 300))
     plant(root, f"{LEAF}/nul.md", leaf('id: "stm-nul"') + "a\x00b\n")
+    latin1 = os.fsdecode(b"caf\xe9.md")  # a name in a legacy encoding, not UTF-8
+    plant(root, f"{LEAF}/{latin1}", leaf('id: "stm-latin1-name"'))
     plant(root, "06 istm/hostile.jsonl", event_json('{"t":"\\ud800"}') + b"\n"
           + event_json(nested(2000), "deep") + b"\n")
     (root / "03 mtm/kitchen").chmod(0o755)
@@ -405,6 +407,8 @@ def test_every_reader_survives_a_forest_of_planted_files(forest, tmp_path):
         hostile(command[0], forest, *command[1:])
     hostile("browse", forest, "--out", tmp_path / "site")
     hostile(*remember_args(forest, leaf="after-planting"))
+    # The quarantine keeps even a name that is not UTF-8, so the index is not stale forever.
+    assert hostile("status", forest).one_object()["index"]["state"] == "current"
 
 
 ALIAS_BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
