@@ -354,6 +354,33 @@ def test_generated_command_lines_in_process_print_one_stable_object(template, ca
         assert outcome["error"]["code"] != "internal_error", outcome
 
 
+def every_command() -> list[list[str]]:
+    """Every command line word of the CLI (``hooks install``, ``schedule print``, ...)."""
+    import typer
+
+    from memory_forest.cli import app
+
+    group = typer.main.get_command(app)
+    lines = []
+    for name, command in sorted(group.commands.items()):
+        subcommands = getattr(command, "commands", None)
+        lines += [[name, sub] for sub in sorted(subcommands)] if subcommands else [[name]]
+    return lines
+
+
+HOSTILE_STDIN = event_json(nested(3000)) + b"\n\xff\xfe" + b'{"\\ud800":1}'
+
+
+@pytest.mark.parametrize("words", every_command(), ids=" ".join)
+def test_every_command_with_hostile_stdin_and_a_stdin_mark(forest, tmp_path, words):
+    """``-`` is the stdin mark for the commands that read a plan or events; for the rest it
+    is a stray argument or a bad value, which must be refused as cleanly."""
+    if words[0] in ("hooks", "schedule", "init", "serve"):  # no forest writes outside tmp
+        hostile(*words, "--root", tmp_path / "elsewhere", "-", stdin=HOSTILE_STDIN)
+    else:
+        hostile(*words, forest, "-", stdin=HOSTILE_STDIN)
+
+
 # --- a forest with planted hostile files ------------------------------------------------------
 
 LEAF = "04 stm/kitchen/fermentation"
