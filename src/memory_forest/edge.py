@@ -48,11 +48,67 @@ def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> 
     return code
 
 
+def refuse_undecodable(args: list[str]) -> int | None:
+    """Exit code 2 after a ``usage_error`` when an argument is not valid UTF-8, else None.
+
+    On POSIX ``sys.argv`` holds bytes that are not UTF-8 as lone surrogates
+    (``surrogateescape``); such a value cannot be stored, searched or printed
+    as text, so it is refused here, before any command sees it. The message
+    names the argument (its option, or its position) but never echoes it.
+    """
+    for position, arg in enumerate(args, start=1):
+        if _is_utf8(arg):
+            continue
+        from .envelope import failure
+
+        where = _argument_name(args, position)
+        emit(failure(_operation(args), {
+            "code": "usage_error",
+            "message": f"{where} is not valid UTF-8; pass it as UTF-8 text",
+            "details": {"argument": position, "option": _option_of(args, position)}}),
+            "--json" in args)
+        return 2
+    return None
+
+
+def _is_utf8(arg: str) -> bool:
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _option_of(args: list[str], position: int) -> str | None:
+    """The option whose value argument ``position`` (1-based) is, if any."""
+    arg, before = args[position - 1], args[position - 2] if position > 1 else ""
+    for candidate in (arg.partition("=")[0], before):
+        if candidate.startswith("--") and _is_utf8(candidate) and candidate != "--":
+            return candidate.partition("=")[0]
+    return None
+
+
+def _argument_name(args: list[str], position: int) -> str:
+    option = _option_of(args, position)
+    return f"the value of {option}" if option else f"argument {position}"
+
+
+def _operation(args: list[str]) -> str:
+    """The command the line names, as a parse error names it (``memory-forest`` if none)."""
+    first = next((arg for arg in args if not arg.startswith("-")), "")
+    return first if first.isascii() and first.replace("-", "").isalpha() else "memory-forest"
+
+
 def emit(outcome: dict[str, Any], json_mode: bool) -> None:
     if json_mode:
         from .jsonio import dumps
 
-        sys.stdout.write(dumps(outcome) + "\n")
+        text = dumps(outcome)
+        if not _is_utf8(text):  # a path with non-UTF-8 bytes: escape it rather than crash
+            import json
+
+            text = json.dumps(outcome, sort_keys=True, separators=(",", ":"))
+        sys.stdout.write(text + "\n")
     else:
         from .render import render
 

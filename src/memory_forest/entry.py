@@ -7,6 +7,7 @@ retrieve command lines (``lean.gate_args`` and ``lean.retrieve_args``) and
 runs them without that import. Any other command line, and any such line the
 lean parser does not fully understand (``--help``, a typo, a missing value),
 goes to ``cli.main`` unchanged, where typer parses it and reports errors.
+An argument that is not valid UTF-8 is refused before either parser sees it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ import sys
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    from .edge import refuse_undecodable
+
+    refused = refuse_undecodable(args)
+    if refused is not None:
+        sys.exit(refused)
     if "gate" in args[:2]:
         from . import gate, lean
 

@@ -307,8 +307,9 @@ def _hook_prompt(raw: bytes) -> bytes:
         raise _Refused("hook_input_too_large")
     try:
         data = loads_strict(raw)
-    except StrictJSONError:
-        raise _Refused("hook_input_invalid") from None
+    except StrictJSONError as exc:  # a \ud800 escape is text no UTF-8 turn can hold
+        code = "turn_not_utf8" if exc.kind == "lone_surrogate" else "hook_input_invalid"
+        raise _Refused(code) from None
     if not isinstance(data, dict) or not isinstance(data.get("prompt"), str):
         raise _Refused("hook_input_invalid")
     if data.get("hook_event_name", HOOK_EVENT) != HOOK_EVENT:

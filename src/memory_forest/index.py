@@ -138,10 +138,12 @@ def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]
 def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
     """Path, size, mtime and problems (JSON) of every file the last build left out."""
     try:
-        return con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
+        rows = con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
                            " ORDER BY path").fetchall()
     except sqlite3.OperationalError:  # built before the table existed: nothing recorded
         return []
+    return [(os.fsdecode(path) if isinstance(path, bytes) else path, *rest)
+            for path, *rest in rows]
 
 
 def built_at_ns(con: sqlite3.Connection) -> int:
@@ -271,14 +273,38 @@ def apply(root: Path, snap, previous: Previous, checked, progress: Progress | No
     return {"mode": "full", **counts, "documents": len(docs)}
 
 
-def _quarantine_rows(snap, checked) -> list[tuple[str, int, int, str]]:
-    """One row per quarantined file the walk listed (symlinks and special files have none)."""
+def _quarantine_rows(snap, checked) -> list[tuple[str | bytes, int, int, str]]:
+    """One row per quarantined file the walk listed (symlinks and special files have none).
+
+    A file name that is not UTF-8 (the walk holds its bytes as surrogate
+    escapes, which SQLite text cannot store) is kept as its raw bytes and its
+    problems as ASCII-escaped JSON; ``quarantined`` turns the bytes back.
+    """
+    import json
+
     from .jsonio import dumps
 
     problems = checked.by_path()
-    return [(path, snap.entries[path].size, snap.entries[path].mtime_ns,
-             dumps([issue.to_dict() for issue in problems[path]]))
-            for path in sorted(checked.quarantined) if path in snap.entries]
+    rows: list[tuple[str | bytes, int, int, str]] = []
+    for path in sorted(checked.quarantined):
+        if path not in snap.entries:
+            continue
+        issues = [issue.to_dict() for issue in problems[path]]
+        entry = snap.entries[path]
+        if _is_text(path):
+            rows.append((path, entry.size, entry.mtime_ns, dumps(issues)))
+        else:
+            rows.append((os.fsencode(path), entry.size, entry.mtime_ns,
+                         json.dumps(issues, sort_keys=True, separators=(",", ":"))))
+    return rows
+
+
+def _is_text(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _write_quarantine(con: sqlite3.Connection, held: list[tuple[str, int, int, str]]) -> None:

@@ -20,6 +20,8 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _LOOSE_LAYER = re.compile(r"^\s*(\d{1,2})[\s_\-.]*([A-Za-z_]*)\s*$")
 _DRIVE = re.compile(r"[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A file name that is not UTF-8 reaches us with its bytes as surrogate escapes.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Route(NamedTuple):  # a tuple, like Layer: cheap to import and to build
@@ -100,6 +102,8 @@ def segment_problem(segment: str) -> str | None:
         return "contains a path separator"
     if _CONTROL.search(segment):
         return "contains a control character"
+    if _SURROGATE.search(segment):
+        return "is not UTF-8"
     if segment.startswith("."):
         return "starts with a dot"
     if segment != segment.strip():

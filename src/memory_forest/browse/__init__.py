@@ -121,7 +121,9 @@ class _Writer:
         if folder not in self.dirs:
             makedirs_private(self.out, folder)
             self.dirs.add(folder)
-        data = content.encode("utf-8") if isinstance(content, str) else content
+        # A file name that is not UTF-8 is shown with its bytes escaped (\udce9).
+        data = content.encode("utf-8", "backslashreplace") if isinstance(content, str) \
+            else content
         self.pending.append(self.pool.submit(write_private, self.out / rel, data))
         self.count += 1
         while len(self.pending) > self.MAX_PENDING:
