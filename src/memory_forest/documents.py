@@ -189,7 +189,7 @@ def _check_events(events: Any, lines_before: int) -> None:
 
     for event in events:
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            refuse(event, "anchors (&) and aliases (*) are not allowed in frontmatter")
+            refuse(event, "an anchor or alias: frontmatter may not use & or *")
         if isinstance(event, yaml.CollectionEndEvent):
             expect_key.pop()
             _next_node(expect_key)
@@ -199,7 +199,7 @@ def _check_events(events: Any, lines_before: int) -> None:
         tag = event.tag
         if tag is not None and tag != "!" and tag not in _JSON_TAGS:
             shown = "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
-            refuse(event, f"tag {shown[:40]} is not allowed in frontmatter (only JSON types)")
+            refuse(event, f"tag {shown[:40]}: frontmatter may only use JSON types")
         is_key = bool(expect_key) and expect_key[-1] is True
         if isinstance(event, yaml.CollectionStartEvent):
             if is_key:
