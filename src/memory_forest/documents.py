@@ -208,10 +208,8 @@ def _check_events(events: Any, lines_before: int) -> None:
                 refuse(event, f"nested deeper than {MAX_FRONTMATTER_DEPTH} levels")
             expect_key.append(True if isinstance(event, yaml.MappingStartEvent) else None)
             continue
-        if tag is None:
+        if tag in (None, "!"):  # resolved as PyYAML's composer does
             tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
-        elif tag == "!":
-            tag = _CORE + "str"
         if is_key and tag != _CORE + "str":
             refuse(event, "a key that is not a string")
         if tag == _CORE + "float" and _NON_FINITE.fullmatch(event.value.strip()):
