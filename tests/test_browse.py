@@ -432,6 +432,113 @@ def test_failed_regeneration_leaves_the_old_site(forest: Path, tmp_path: Path,
     assert sorted(path.name for path in tmp_path.iterdir()) == ["forest", "site"]
 
 
+# --- a killed build ---------------------------------------------------------------------------
+
+
+def big_forest(parent: Path) -> Path:
+    """About 500 documents: long enough to build that a kill lands mid-build."""
+    from forestkit import skeleton
+
+    body = "Notes on the batch, the brine and the jars. " * 12 + "\n"
+    trees = {f"t{i}": {f"b{j}": {f"leaf-{k}": body for k in range(60)} for j in range(4)}
+             for i in range(2)}
+    return skeleton(parent, trees)
+
+
+def kill_mid_build(root: Path, out: Path) -> None:
+    """Start a real ``browse``; SIGKILL it once its build folder holds pages."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "memory_forest", "browse", str(root),
+                             "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any((build / "doc").is_dir() for build in build_folders(out)):
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.002)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "browse ended before it could be killed"
+
+
+def build_folders(out: Path) -> list[Path]:
+    return [path for path in out.parent.iterdir() if path.name.startswith(f".{out.name}.")]
+
+
+def test_a_killed_first_build_leaves_nothing_and_the_next_run_cleans_up(tmp_path: Path) -> None:
+    root = big_forest(tmp_path)
+    out = tmp_path / "site"
+    kill_mid_build(root, out)
+    assert not out.exists()  # never a partial site at the output path
+    [left] = build_folders(out)  # the killed run's build folder, beside it and hidden
+    assert browse(root, out)["ok"]
+    assert (out / "index.html").is_file() and build_folders(out) == []
+
+
+def test_a_killed_regeneration_leaves_the_old_site(tmp_path: Path) -> None:
+    root = big_forest(tmp_path)
+    out = tmp_path / "site"
+    browse(root, out)
+    before = snapshot(out)
+    kill_mid_build(root, out)
+    assert snapshot(out) == before
+    assert browse(root, out)["regenerated"] is True
+    assert build_folders(out) == []
+
+
+def test_a_build_folder_of_a_live_run_is_left_alone(forest: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "site"
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        running = tmp_path / ".site.abcd1234.new"
+        running.mkdir()
+        (running / ".memory-forest-building").write_text(f"{live.pid}\n")
+        unclaimed = tmp_path / ".site.young123.new"  # no pid yet, and just made
+        unclaimed.mkdir()
+        dead = tmp_path / ".site.dead1234.new"
+        dead.mkdir()
+        (dead / ".memory-forest-building").write_text("garbage\n")
+        os.utime(dead, ns=(0, 0))  # unreadable pid and long past the grace period
+        other = tmp_path / ".site.notours.tmp"
+        other.mkdir()
+        assert browse(forest, out)["ok"]
+        assert sorted(p.name for p in build_folders(out)) == sorted(
+            [running.name, unclaimed.name, other.name])  # only the dead run's folder went
+    finally:
+        live.kill()
+        live.wait()
+    assert browse(forest, out)["ok"]
+    assert sorted(p.name for p in build_folders(out)) == sorted([unclaimed.name, other.name])
+
+
+def test_an_output_that_appears_during_the_build_is_not_replaced(forest: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    from memory_forest.browse import pages
+
+    out = tmp_path / "site"
+    real = pages.graph_page
+
+    def someone_writes_there(*args: object) -> str:
+        write_private_file(out / "theirs.txt", b"mine")
+        return real(*args)
+
+    monkeypatch.setattr(pages, "graph_page", someone_writes_there)
+    assert refused(forest, out) == "browse_out_not_empty"
+    assert [p.name for p in out.iterdir()] == ["theirs.txt"]
+    assert build_folders(out) == []
+
+
 # --- regenerating into the same folder -------------------------------------------------------
 
 

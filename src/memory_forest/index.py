@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 INDEX_NAME = "index.sqlite3"
 INDEX_SCHEMA_VERSION = 4
+# How files are read into facts. Facts cached by an index built under other reading rules
+# (a frontmatter the old rules accepted may be refused now) are not reused: the next
+# incremental build starts over. Bump it when documents.py reads a file differently.
+READER_VERSION = "2"
 # A file modified within this window of the last build may have changed
 # without its mtime moving (coarse timestamps); such files are re-hashed.
 RACY_WINDOW_NS = 2_000_000_000
@@ -226,6 +230,8 @@ def load_previous(root: Path, full: bool = False) -> Previous:
             raise
         return Previous(rebuilt=_REBUILDABLE[exc.code])
     try:
+        if _reader_version(con) != READER_VERSION:
+            return Previous(rebuilt="reader_changed")
         return Previous(stored_facts(con), built_at_ns(con))
     except sqlite3.DatabaseError:
         return Previous(rebuilt="index_corrupt")
@@ -420,6 +426,13 @@ def _delete(con: sqlite3.Connection, rowid: int) -> None:
 
 def _set_built(con: sqlite3.Connection, now_ns: int) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('built_at_ns', ?)", (str(now_ns),))
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('reader_version', ?)",
+                (str(READER_VERSION),))
+
+
+def _reader_version(con: sqlite3.Connection) -> str | None:
+    row = con.execute("SELECT value FROM meta WHERE key = 'reader_version'").fetchone()
+    return row[0] if row else None
 
 
 def _fsync(path: Path) -> None:

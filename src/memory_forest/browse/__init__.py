@@ -8,9 +8,11 @@ as the forest itself. Nothing in it loads from the network; it works from
 
 The site folder carries a marker file (``MARKER``) that names the tool and the
 forest. A later ``browse`` into a folder with that marker regenerates the
-site: the new site is built beside the old one and swapped in, so a failed
-run leaves the old site as it was. Any other non-empty folder is refused, and
-no folder without the marker is ever deleted.
+site. Every site, the first one too, is built in a hidden folder beside the
+output and renamed into place, so a failed or killed run leaves the old site
+(or nothing, or the empty folder) as it was. Any other non-empty folder is
+refused, and no folder without the marker is ever deleted. A build folder
+that a killed run left behind is removed by the next run.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ..errors import ForestError
 
 ASSETS = ("browse.css", "browse.js")
 MARKER = ".memory-forest-site"
+BUILDING = ".memory-forest-building"  # in a build folder until the swap: the building pid
+STALE_BUILD_NS = 60 * 10**9  # a build folder without a readable pid is left alone this long
 MAX_MARKER_BYTES = 4096
 
 
@@ -43,13 +47,14 @@ def browse(root_arg: str | os.PathLike[str], out_arg: str | os.PathLike[str]) ->
     out, state = _check_out(root, out_arg)
     snap = scan(root)
     issues = sorted(set(validate_rules.validate(snap)) | set(audit_rules.audit(snap)))
-    build = _claim_out(out, state)
+    _clear_stale_builds(out)
+    build = _claim_build(out)
     try:
         written, site = _generate(snap, issues, build)
-        if state == "site":
-            _swap_in(build, out)
+        (build / BUILDING).unlink()
+        _swap_in(build, out, state)
     except BaseException:
-        _discard(build, state)
+        shutil.rmtree(build, ignore_errors=True)
         raise
     errors = sum(1 for issue in issues if issue.level == "error")
     return result(
@@ -206,36 +211,33 @@ def _is_site(folder: Path) -> bool:
     return isinstance(data, dict) and data.get("tool") == "memory-forest"
 
 
-def _claim_out(out: Path, state: str) -> Path:
-    """The directory to build the site in: ``out`` itself, or a new one beside an old site."""
+def _claim_build(out: Path) -> Path:
+    """A new private folder beside ``out`` (same parent, so the swap is a rename) that says
+    which process builds in it."""
     import tempfile
 
-    from ..safety import mkdir_private
+    from ..safety import write_private
 
-    if state == "site":  # mkdtemp makes it 0700, in the same parent so the swap is a rename
-        return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
-    if state == "empty":
-        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        try:
-            os.fchmod(fd, 0o700)
-        finally:
-            os.close(fd)
-        return out
-    try:
-        mkdir_private(out)
-    except FileExistsError:
-        raise ForestError("browse_out_not_empty",
-                          "the output directory appeared while browse was starting") from None
-    return out
+    build = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
+    write_private(build / BUILDING, f"{os.getpid()}\n".encode())
+    return build
 
 
-def _swap_in(build: Path, out: Path) -> None:
-    """Replace the old site at ``out`` with the one just built, then delete the old one.
+def _swap_in(build: Path, out: Path, state: str) -> None:
+    """Put the site just built at ``out``: a reader sees the old state or the new site.
 
-    Two renames in one directory: a reader sees the old site or the new one
-    (for an instant, neither), never a mixture. The old folder is deleted only
-    if it still carries the marker, so a folder swapped in meanwhile survives.
+    A new or empty output is one rename (over an empty directory it replaces
+    it). An old site takes two renames in one directory (for an instant,
+    neither is there, never a mixture); the old folder is then deleted only if
+    it still carries the marker, so a folder swapped in meanwhile survives.
     """
+    if state != "site":
+        try:
+            os.rename(build, out)
+        except OSError:
+            raise ForestError("browse_out_not_empty",
+                              "the output directory changed while browse was running") from None
+        return
     old = build.with_name(build.name[: -len(".new")] + ".old")
     os.rename(out, old)
     try:
@@ -247,17 +249,50 @@ def _swap_in(build: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _discard(build: Path, state: str) -> None:
-    """Remove what a failed run wrote; an empty directory the caller gave stays, as does an
-    earlier site (the new one was being built beside it)."""
-    if state != "empty":
-        shutil.rmtree(build, ignore_errors=True)
-        return
-    with os.scandir(build) as entries:
-        names = [entry.name for entry in entries]
-    for name in names:
-        target = build / name
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target, ignore_errors=True)
+def _clear_stale_builds(out: Path) -> None:
+    """Remove what killed runs into ``out`` left beside it, so nothing builds up.
+
+    A ``.new`` build folder goes when the process named in it is gone (or,
+    with no readable pid, when it is older than ``STALE_BUILD_NS``); a
+    ``.old`` folder goes when it is a site and ``out`` exists (a swap was
+    done but the old site not yet deleted). Only this user's own folders,
+    with exactly the names browse gives them, are touched.
+    """
+    import time
+
+    prefix = f".{out.name}."
+    with os.scandir(out.parent) as entries:
+        candidates = [Path(entry.path) for entry in entries
+                      if entry.name.startswith(prefix) and entry.name.endswith((".new", ".old"))
+                      and len(entry.name) == len(prefix) + 8 + 4
+                      and entry.is_dir(follow_symlinks=False)
+                      and entry.stat(follow_symlinks=False).st_uid == os.getuid()]
+    now = time.time_ns()
+    for folder in candidates:
+        if folder.name.endswith(".old"):
+            stale = out.exists() and _is_site(folder)
         else:
-            target.unlink(missing_ok=True)
+            stale = _build_is_stale(folder, now)
+        if stale:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _build_is_stale(folder: Path, now_ns: int) -> bool:
+    try:
+        pid = int((folder / BUILDING).read_text(encoding="ascii").strip())
+        if pid <= 0:
+            raise ValueError(pid)
+    except (OSError, ValueError):
+        try:
+            return now_ns - os.lstat(folder).st_mtime_ns > STALE_BUILD_NS
+        except OSError:
+            return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, someone else's
+        return False
+    return False

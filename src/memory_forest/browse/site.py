@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from ..documents import sha256_hex, split_frontmatter
+from ..documents import FrontmatterError, frontmatter_problem, sha256_hex, split_frontmatter
 from ..errors import ForestError
 from ..inspect import Snapshot
 from ..issues import Issue
@@ -149,8 +149,8 @@ def _load(snap: Snapshot, doc: Doc, max_bytes: int, sha256: str, changed: list[s
         return
     try:
         meta, body, _ = split_frontmatter(text)
-    except ValueError:
-        doc.problem = "the frontmatter is not well-formed YAML; the file is shown as text"
+    except FrontmatterError as exc:
+        doc.problem = f"{frontmatter_problem(exc)}; the file is shown as text"
         meta, body = {}, text.removeprefix("\ufeff")
     doc.meta = meta
     doc.body = body

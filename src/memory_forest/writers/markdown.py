@@ -21,7 +21,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..documents import scan_markdown, split_frontmatter
+from ..documents import (
+    FrontmatterError,
+    frontmatter_problem,
+    load_yaml,
+    scan_markdown,
+    split_frontmatter,
+)
 from ..errors import ForestError
 from ..routes import check_segment, link_target
 
@@ -325,11 +331,9 @@ def _blocks(fm: str) -> list[str]:
 
 
 def _block_key(block: str) -> str | None:
-    import yaml
-
     try:
-        data = yaml.load(block, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except Exception:  # PyYAML raises many classes; each means "not one plain entry"
+        data = load_yaml(block)
+    except ValueError:  # not one plain entry on its own
         return None
     if isinstance(data, dict) and len(data) == 1:
         key = next(iter(data))
@@ -349,9 +353,9 @@ def edit_frontmatter(text: str, updates: dict[str, Any]) -> str:
     assert set(updates) <= set(KNOWN_KEYS)
     try:
         old_meta, old_body, _ = split_frontmatter(text)
-    except ValueError:
-        raise ForestError("frontmatter_not_editable",
-                          "the document's frontmatter is not well-formed YAML") from None
+    except FrontmatterError as exc:
+        raise ForestError("frontmatter_not_editable", frontmatter_problem(exc),
+                          {"reason": exc.code}) from None
     span = _span(text)
     if span is None:
         new = frontmatter(updates) + text.removeprefix("\ufeff")
