@@ -85,6 +85,9 @@ def manifest(root: Path) -> dict | None:
 
 
 def check_outcome(root: Path, before: dict, pending: dict | None, step: str) -> None:
+    """Exactly the before state (files, directories, modes, mtimes), or exactly the after
+    state: every touched file its after-image, every created directory there and 0700,
+    and nothing else changed."""
     after = state(root)
     if step in ROLLED_BACK:
         assert after == before, f"not the before state after a crash at {step}"
@@ -93,7 +96,9 @@ def check_outcome(root: Path, before: dict, pending: dict | None, step: str) -> 
     touched = {entry["path"]: entry["after"]["sha256"] for entry in pending["entries"]}
     for path, sha in touched.items():
         assert sha256_hex(after[path][0]) == sha, f"{path} is not its after-image"
-    assert {p: v for p, v in after.items() if p not in touched} == \
+    created = {f"{rel}/" for rel in pending["dirs"]}
+    assert {rel: after[rel] for rel in created} == {rel: (b"", 0, 0o700) for rel in created}
+    assert {p: v for p, v in after.items() if p not in touched and p not in created} == \
         {p: v for p, v in before.items() if p not in touched}
     receipt = root / f".memory-forest/receipts/{pending['transaction_id']}.json"
     assert {i["path"] for i in json.loads(receipt.read_text())["touched"]} == set(touched)
@@ -154,6 +159,9 @@ def test_the_next_writer_recovers_first(forest, tmp_path, step):
     before.pop(shard, None)
     current = state(forest)
     current.pop(shard)
+    if step not in ROLLED_BACK:  # the directories the rolled-forward write created
+        for rel in pending["dirs"]:
+            assert current.pop(f"{rel}/") == (b"", 0, 0o700)
     check_outcome_without(forest, current, before, pending, step)
     assert "after-crash" in {r["event_id"] for r in istm_records(forest)}
     assert_whole(forest)
