@@ -219,6 +219,112 @@ def test_no_acknowledged_capture_is_lost_across_many_crashes(forest, tmp_path):
     assert_whole(forest)
 
 
+# --- between every rename, and inside the manifest write -------------------------------------
+
+RENAMES = {"remember": 4, "apply-structured": 7}  # the files each writer above replaces
+
+
+def kill_and_repair(root: Path, args: list, step: str) -> tuple[dict | None, dict]:
+    """Run a writer killed at ``step``; return the manifest it left and the repair report."""
+    killed = cli(*args, crash=step)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    pending = manifest(root)
+    report = operations.doctor(root, repair=True)
+    assert report["journal"] == {"state": "clear"} and report["lock"] == {"state": "free"}
+    return pending, report
+
+
+@pytest.mark.parametrize(("kind", "renamed"),
+                         [(kind, n) for kind, count in RENAMES.items()
+                          for n in range(1, count + 1)])
+def test_a_crash_after_any_rename_rolls_back_exactly(forest, tmp_path, kind, renamed):
+    """Killed with ``renamed`` of the files in place: all of them, and every directory the
+    write created, are undone; the last one (every file in place, the journal not yet
+    ``written``) too."""
+    before = state(forest)
+    pending, report = kill_and_repair(forest, writer_args(forest, tmp_path, kind),
+                                      f"writing:{renamed}")
+    assert len(pending["entries"]) == RENAMES[kind] and pending["state"] == "prepared"
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    check_outcome(forest, before, pending, "writing")
+    for rel in pending["dirs"]:
+        assert not os.path.lexists(forest / rel), f"{rel} was left behind"
+    assert_whole(forest)
+
+
+def test_a_crash_inside_the_manifest_write_rolls_back(forest, tmp_path):
+    """Killed between the new manifest's temporary file and its rename (every canonical
+    file is in place): the manifest on disk still says ``prepared``, so recovery rolls
+    back, and the half-done manifest write is cleared with the journal."""
+    before = state(forest)
+    killed = cli(*writer_args(forest, tmp_path, "apply-structured"),
+                 crash="replace:manifest.json")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert manifest(forest)["state"] == "prepared"
+    [temporary] = (forest / ".memory-forest/journal").glob(".manifest.json.*.tmp")
+    assert json.loads(temporary.read_bytes())["state"] == "written"
+    report = operations.doctor(forest, repair=True)
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    assert not (forest / ".memory-forest/journal").exists()
+    check_outcome(forest, before, None, "writing")
+    assert_whole(forest)
+
+
+def test_a_torn_manifest_temporary_file_is_ignored(forest, tmp_path):
+    """A kill in the middle of writing the new manifest leaves a partial temporary file;
+    the manifest itself is whole, and recovery follows it."""
+    before = state(forest)
+    assert cli(*writer_args(forest, tmp_path, "remember"),
+               crash="replace:manifest.json").returncode == -signal.SIGKILL
+    [temporary] = (forest / ".memory-forest/journal").glob(".manifest.json.*.tmp")
+    temporary.write_bytes(temporary.read_bytes()[:40])
+    lock.unlock_stale(forest)
+    source = tmp_path / "next.jsonl"
+    source.write_bytes(jsonl([event(5, event_id="after-torn")]))
+    out = capture(forest, str(source))  # the next writer recovers first
+    assert out["recovered"]["action"] == "rolled_back"
+    current = state(forest)
+    shard = out["shard"]
+    assert {p: v for p, v in current.items() if p != shard} == \
+        {p: v for p, v in before.items() if p != shard}
+    assert_whole(forest)
+
+
+def test_a_torn_manifest_is_refused_with_journal_corrupt(forest, tmp_path):
+    """If the manifest itself were torn (a write that was not atomic, a damaged disk), the
+    next writer refuses with ``journal_corrupt``, not an internal error, and changes no
+    canonical byte."""
+    assert cli(*writer_args(forest, tmp_path, "remember"),
+               crash="writing:2").returncode == -signal.SIGKILL
+    path = forest / ".memory-forest/journal/manifest.json"
+    path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    lock.unlock_stale(forest)
+    before = state(forest)
+    refused = cli("remember", forest, "--tree", "kitchen", "--branch", "pickles", "--leaf",
+                  "gherkin", "--title", "Gherkins", "--content", "Small ones.")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert json.loads(refused.stdout)["error"]["code"] == "journal_corrupt"
+    assert "Traceback" not in refused.stderr
+    assert state(forest) == before
+
+
+@pytest.mark.parametrize("step", ["recovering:2", "recovering:3", "recovering:4",
+                                  "replace:manifest.json"])
+def test_a_crash_at_any_point_of_a_rollback_is_recovered(forest, tmp_path, step):
+    """Recovery itself killed after any file it put back, or inside its own manifest
+    rewrite (state ``rolling_back``): the next recovery finishes the rollback."""
+    before = state(forest)
+    assert cli(*writer_args(forest, tmp_path, "remember"),
+               crash="writing:4").returncode == -signal.SIGKILL
+    lock.unlock_stale(forest)
+    assert cli("doctor", forest, "--repair", crash=step).returncode == -signal.SIGKILL
+    lock.unlock_stale(forest)
+    report = operations.doctor(forest, repair=True)
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    assert state(forest) == before
+    assert_whole(forest)
+
+
 # --- the lock itself --------------------------------------------------------------------------
 
 
