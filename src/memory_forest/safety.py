@@ -260,7 +260,11 @@ def mkdir_private(path: Path) -> None:
 
 
 def makedirs_private(root: Path, rel_dir: str) -> list[str]:
-    """Create missing directories below the root, each 0700; return the ones created."""
+    """Create missing directories below the root, each 0700; return the ones created.
+
+    Each new directory's parent is fsynced: a file written into it later is only
+    durable if the directory's own entry is.
+    """
     created = []
     current = root
     for part in rel_dir.split("/") if rel_dir else []:
@@ -269,6 +273,7 @@ def makedirs_private(root: Path, rel_dir: str) -> list[str]:
             st = os.lstat(current)
         except FileNotFoundError:
             mkdir_private(current)
+            fsync_dir(current.parent)
             created.append(os.path.relpath(current, root).replace(os.sep, "/"))
             continue
         if not stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
