@@ -325,6 +325,33 @@ def test_a_crash_at_any_point_of_a_rollback_is_recovered(forest, tmp_path, step)
     assert_whole(forest)
 
 
+def test_a_crash_inside_a_handled_failures_undo_is_recovered(forest, tmp_path):
+    """A failure after the second rename starts the in-process undo, and the process is
+    killed inside the undo's manifest rewrite: recovery finishes the rollback."""
+    before = state(forest)
+    killed = cli(*writer_args(forest, tmp_path, "apply-structured"),
+                 crash="replace:manifest.json", **{journal.FAIL_ENV: "writing:2"})
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert manifest(forest)["state"] == "prepared"
+    report = operations.doctor(forest, repair=True)
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    assert state(forest) == before
+    assert_whole(forest)
+
+
+def test_a_crash_inside_the_receipt_write_rolls_forward(forest, tmp_path):
+    """Killed between the receipt's temporary file and its rename (state ``written``):
+    recovery rolls forward and writes the receipt whole."""
+    args = [*writer_args(forest, tmp_path, "remember"), "--transaction-id", "receipt-kill"]
+    before = state(forest)
+    pending, report = kill_and_repair(forest, args, "replace:receipt-kill.json")
+    assert report["repair"]["journal"]["action"] == "rolled_forward"
+    check_outcome(forest, before, pending, "written")
+    retried = cli(*args)  # the client's retry is answered from the receipt
+    assert retried.returncode == 0 and json.loads(retried.stdout)["already_applied"] is True
+    assert_whole(forest)
+
+
 # --- the lock itself --------------------------------------------------------------------------
 
 
