@@ -307,19 +307,32 @@ class RandomForest:
 
 
 def canonical_state(root: Path) -> dict[str, tuple[bytes, int, int]]:
-    """Every file outside ``.memory-forest``: bytes, mtime_ns and mode."""
+    """Every file and directory outside ``.memory-forest``: bytes, mtime_ns and mode.
+
+    A directory is keyed by its path with a trailing ``/`` and recorded as
+    ``(b"", 0, mode)``: its existence and mode are part of the state (a rollback
+    must remove the directories it created), its mtime is not (any file created
+    and removed inside it moves the mtime, and a rollback does exactly that).
+    """
     found = {}
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)
         if rel_dir == STATE_DIR:
             dirnames.clear()
             continue
+        if rel_dir != ".":
+            found[rel_dir + "/"] = (b"", 0, stat.S_IMODE(os.lstat(dirpath).st_mode))
         for name in filenames:
             path = Path(dirpath) / name
             st = os.lstat(path)
             rel = os.path.relpath(path, root)
             found[rel] = (path.read_bytes(), st.st_mtime_ns, stat.S_IMODE(st.st_mode))
     return found
+
+
+def canonical_files(root: Path) -> dict[str, tuple[bytes, int, int]]:
+    """``canonical_state`` without the directories."""
+    return {rel: value for rel, value in canonical_state(root).items() if not rel.endswith("/")}
 
 
 def file_digest(root: Path, rel: str) -> tuple[bytes, int]:

@@ -14,6 +14,7 @@ import pytest
 from forestkit import (
     INDEX,
     RandomForest,
+    canonical_files,
     canonical_state,
     index_rows,
     mode_of,
@@ -55,7 +56,7 @@ def test_every_document_is_recorded_with_its_route(tmp_path):
     operations.index(root)
     docs, terms = index_rows(root)
     by_path = {row[0]: row for row in docs}
-    assert set(by_path) == set(canonical_state(root))
+    assert set(by_path) == set(canonical_files(root))
     leaf = by_path["04 stm/kitchen/fermentation/kimchi-batch-7.md"]
     (path, layer, number, tree, branch, name, parent, doc_id, title, status, sha, size,
      mtime_ns, _facts) = leaf
@@ -106,9 +107,9 @@ def test_incremental_index_equals_a_full_rebuild(tmp_path, seed):
     assert operations.index(forest.root)["mode"] == "full"
     seen_broken = False
     for round_number in range(4):
-        before, broken_before = canonical_state(forest.root), set(forest.broken)
+        before, broken_before = canonical_files(forest.root), set(forest.broken)
         forest.mutate(count=forest.rng.randint(3, 12), breaking=True)
-        after = canonical_state(forest.root)
+        after = canonical_files(forest.root)
         seen_broken = seen_broken or bool(forest.broken)
         outcome = operations.index(forest.root)
         assert outcome["mode"] == "incremental"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 from conftest import raises_code, write
 
 from memory_forest.config import DEFAULT_LIMITS
+from memory_forest.ignore import is_debris
 from memory_forest.safety import (
     DIR_MODE,
     FILE_MODE,
@@ -21,6 +25,7 @@ from memory_forest.safety import (
     walk,
     write_private,
 )
+from memory_forest.testhooks import CRASH_ENV, FAIL_ENV
 
 
 def private_dir(path: Path) -> Path:
@@ -237,3 +242,85 @@ def test_makedirs_private_refuses_a_symlink_in_the_way(tmp_path: Path) -> None:
     os.symlink(outside, root / "a")
     raises_code(lambda: makedirs_private(root, "a/b"), "symlink")
     assert os.listdir(outside) == []
+
+
+# --- atomic and durable replacement -----------------------------------------------------------
+
+
+def test_a_failure_before_the_rename_leaves_the_old_file_untouched(
+        tmp_path: Path, monkeypatch) -> None:
+    """A write that fails between its temporary file and the rename changes nothing:
+    the same inode, bytes and mode, and no temporary file left."""
+    target = tmp_path / "file.md"
+    write_private(target, b"old bytes")
+    inode = os.lstat(target).st_ino
+    monkeypatch.setenv(FAIL_ENV, "replace:file.md")
+    with pytest.raises(Exception) as failed:  # the OSError, or the stable code it maps to
+        write_private(target, b"new bytes, longer than the old ones")
+    assert isinstance(failed.value, OSError) or getattr(failed.value, "code", "") == "io_error"
+    assert target.read_bytes() == b"old bytes"
+    assert os.lstat(target).st_ino == inode
+    assert sorted(os.listdir(tmp_path)) == ["file.md"]
+
+
+def test_a_kill_before_the_rename_leaves_the_old_bytes_whole(tmp_path: Path) -> None:
+    """SIGKILL between the temporary file and the rename: the target still holds every
+    old byte and none of the new; the new bytes sit only in a temporary file that readers
+    skip as debris."""
+    target = tmp_path / "file.md"
+    old, new = b"o" * 300_000, b"n" * 700_000
+    write_private(target, old)
+    script = ("import sys; from pathlib import Path; from memory_forest.safety import "
+              "write_private; write_private(Path(sys.argv[1]), b'n' * 700_000)")
+    killed = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True,
+                            env={**os.environ, CRASH_ENV: "replace:file.md"}, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert target.read_bytes() == old
+    [leftover] = [name for name in os.listdir(tmp_path) if name != "file.md"]
+    assert is_debris(leftover) and (tmp_path / leftover).read_bytes() == new
+
+
+class SyscallLog:
+    """Records, in order, every fsync (by the path its descriptor names) and every rename
+    (the interpreter's own audit event) made while recording is on."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+        self.on = False
+
+    def audit(self, event: str, args: tuple) -> None:
+        if self.on and event == "os.rename":
+            self.calls.append(("rename", os.fspath(args[0]), os.fspath(args[1])))
+
+    def fsync(self, real):
+        def recording(fd: int) -> None:
+            if self.on:
+                self.calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+            real(fd)
+        return recording
+
+
+_LOG = SyscallLog()
+sys.addaudithook(_LOG.audit)  # audit hooks cannot be removed; it records only when on
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name an fd")
+def test_write_private_fsyncs_the_file_before_the_rename_and_the_directory_after(
+        tmp_path: Path, monkeypatch) -> None:
+    """The order crash safety rests on: the new bytes are on disk before the rename makes
+    them the file, and the rename is on disk (the directory fsynced) before the call
+    returns. Removing either fsync, or writing in place without a rename, fails this."""
+    target = tmp_path / "file.md"
+    write_private(target, b"old")
+    monkeypatch.setattr(os, "fsync", _LOG.fsync(os.fsync))
+    _LOG.calls, _LOG.on = [], True
+    try:
+        write_private(target, b"new")
+    finally:
+        _LOG.on = False
+    [(kind, temporary), rename, directory] = _LOG.calls
+    assert kind == "fsync" and is_debris(Path(temporary).name)
+    assert Path(temporary).parent == tmp_path
+    assert rename == ("rename", temporary, str(target))
+    assert directory == ("fsync", str(tmp_path))
+    assert target.read_bytes() == b"new"

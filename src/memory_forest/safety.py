@@ -15,6 +15,7 @@ from typing import NamedTuple
 from .errors import ForestError
 from .ignore import IGNORED_ROOT_DIRS, is_debris
 from .issues import Issue
+from .testhooks import crash_point
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -259,7 +260,11 @@ def mkdir_private(path: Path) -> None:
 
 
 def makedirs_private(root: Path, rel_dir: str) -> list[str]:
-    """Create missing directories below the root, each 0700; return the ones created."""
+    """Create missing directories below the root, each 0700; return the ones created.
+
+    Each new directory's parent is fsynced: a file written into it later is only
+    durable if the directory's own entry is.
+    """
     created = []
     current = root
     for part in rel_dir.split("/") if rel_dir else []:
@@ -268,6 +273,7 @@ def makedirs_private(root: Path, rel_dir: str) -> list[str]:
             st = os.lstat(current)
         except FileNotFoundError:
             mkdir_private(current)
+            fsync_dir(current.parent)
             created.append(os.path.relpath(current, root).replace(os.sep, "/"))
             continue
         if not stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
@@ -280,11 +286,17 @@ def write_private(path: Path, data: bytes) -> None:
 
     The temporary file is created with O_EXCL and mode 0600 in the target's
     directory, fsynced, then renamed over the target, and the directory is
-    fsynced so the rename survives a crash.
+    fsynced so the rename survives a crash. A crash at any moment leaves the
+    old bytes or the new ones under ``path``, never a mix; at worst a
+    ``.tmp`` file is left beside it, which every reader skips as debris.
+
+    The test hook ``replace:<file name>`` sits between the temporary file's
+    fsync and the rename, the one moment the two versions exist side by side.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         write_new_private(tmp, data)
+        crash_point(f"replace:{path.name}")
         os.replace(tmp, path)
     except BaseException:
         if os.path.lexists(tmp):
@@ -308,6 +320,8 @@ def write_new_private(path: Path, data: bytes) -> None:
 
 
 def fsync_dir(path: Path) -> None:
+    """Make the directory's entries durable: a rename or an unlink is only on disk
+    once its directory is fsynced."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

@@ -85,6 +85,9 @@ def manifest(root: Path) -> dict | None:
 
 
 def check_outcome(root: Path, before: dict, pending: dict | None, step: str) -> None:
+    """Exactly the before state (files, directories, modes, mtimes), or exactly the after
+    state: every touched file its after-image, every created directory there and 0700,
+    and nothing else changed."""
     after = state(root)
     if step in ROLLED_BACK:
         assert after == before, f"not the before state after a crash at {step}"
@@ -93,7 +96,9 @@ def check_outcome(root: Path, before: dict, pending: dict | None, step: str) -> 
     touched = {entry["path"]: entry["after"]["sha256"] for entry in pending["entries"]}
     for path, sha in touched.items():
         assert sha256_hex(after[path][0]) == sha, f"{path} is not its after-image"
-    assert {p: v for p, v in after.items() if p not in touched} == \
+    created = {f"{rel}/" for rel in pending["dirs"]}
+    assert {rel: after[rel] for rel in created} == {rel: (b"", 0, 0o700) for rel in created}
+    assert {p: v for p, v in after.items() if p not in touched and p not in created} == \
         {p: v for p, v in before.items() if p not in touched}
     receipt = root / f".memory-forest/receipts/{pending['transaction_id']}.json"
     assert {i["path"] for i in json.loads(receipt.read_text())["touched"]} == set(touched)
@@ -154,6 +159,9 @@ def test_the_next_writer_recovers_first(forest, tmp_path, step):
     before.pop(shard, None)
     current = state(forest)
     current.pop(shard)
+    if step not in ROLLED_BACK:  # the directories the rolled-forward write created
+        for rel in pending["dirs"]:
+            assert current.pop(f"{rel}/") == (b"", 0, 0o700)
     check_outcome_without(forest, current, before, pending, step)
     assert "after-crash" in {r["event_id"] for r in istm_records(forest)}
     assert_whole(forest)
@@ -208,6 +216,139 @@ def test_no_acknowledged_capture_is_lost_across_many_crashes(forest, tmp_path):
     assert len(ids) == len(set(ids)), "an event was stored twice"
     assert acknowledged <= set(ids), "an acknowledged capture was lost"
     assert batches == 12
+    assert_whole(forest)
+
+
+# --- between every rename, and inside the manifest write -------------------------------------
+
+RENAMES = {"remember": 4, "apply-structured": 7}  # the files each writer above replaces
+
+
+def kill_and_repair(root: Path, args: list, step: str) -> tuple[dict | None, dict]:
+    """Run a writer killed at ``step``; return the manifest it left and the repair report."""
+    killed = cli(*args, crash=step)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    pending = manifest(root)
+    report = operations.doctor(root, repair=True)
+    assert report["journal"] == {"state": "clear"} and report["lock"] == {"state": "free"}
+    return pending, report
+
+
+@pytest.mark.parametrize(("kind", "renamed"),
+                         [(kind, n) for kind, count in RENAMES.items()
+                          for n in range(1, count + 1)])
+def test_a_crash_after_any_rename_rolls_back_exactly(forest, tmp_path, kind, renamed):
+    """Killed with ``renamed`` of the files in place: all of them, and every directory the
+    write created, are undone; the last one (every file in place, the journal not yet
+    ``written``) too."""
+    before = state(forest)
+    pending, report = kill_and_repair(forest, writer_args(forest, tmp_path, kind),
+                                      f"writing:{renamed}")
+    assert len(pending["entries"]) == RENAMES[kind] and pending["state"] == "prepared"
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    check_outcome(forest, before, pending, "writing")
+    for rel in pending["dirs"]:
+        assert not os.path.lexists(forest / rel), f"{rel} was left behind"
+    assert_whole(forest)
+
+
+def test_a_crash_inside_the_manifest_write_rolls_back(forest, tmp_path):
+    """Killed between the new manifest's temporary file and its rename (every canonical
+    file is in place): the manifest on disk still says ``prepared``, so recovery rolls
+    back, and the half-done manifest write is cleared with the journal."""
+    before = state(forest)
+    killed = cli(*writer_args(forest, tmp_path, "apply-structured"),
+                 crash="replace:manifest.json")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert manifest(forest)["state"] == "prepared"
+    [temporary] = (forest / ".memory-forest/journal").glob(".manifest.json.*.tmp")
+    assert json.loads(temporary.read_bytes())["state"] == "written"
+    report = operations.doctor(forest, repair=True)
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    assert not (forest / ".memory-forest/journal").exists()
+    check_outcome(forest, before, None, "writing")
+    assert_whole(forest)
+
+
+def test_a_torn_manifest_temporary_file_is_ignored(forest, tmp_path):
+    """A kill in the middle of writing the new manifest leaves a partial temporary file;
+    the manifest itself is whole, and recovery follows it."""
+    before = state(forest)
+    assert cli(*writer_args(forest, tmp_path, "remember"),
+               crash="replace:manifest.json").returncode == -signal.SIGKILL
+    [temporary] = (forest / ".memory-forest/journal").glob(".manifest.json.*.tmp")
+    temporary.write_bytes(temporary.read_bytes()[:40])
+    lock.unlock_stale(forest)
+    source = tmp_path / "next.jsonl"
+    source.write_bytes(jsonl([event(5, event_id="after-torn")]))
+    out = capture(forest, str(source))  # the next writer recovers first
+    assert out["recovered"]["action"] == "rolled_back"
+    current = state(forest)
+    shard = out["shard"]
+    assert {p: v for p, v in current.items() if p != shard} == \
+        {p: v for p, v in before.items() if p != shard}
+    assert_whole(forest)
+
+
+def test_a_torn_manifest_is_refused_with_journal_corrupt(forest, tmp_path):
+    """If the manifest itself were torn (a write that was not atomic, a damaged disk), the
+    next writer refuses with ``journal_corrupt``, not an internal error, and changes no
+    canonical byte."""
+    assert cli(*writer_args(forest, tmp_path, "remember"),
+               crash="writing:2").returncode == -signal.SIGKILL
+    path = forest / ".memory-forest/journal/manifest.json"
+    path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    lock.unlock_stale(forest)
+    before = state(forest)
+    refused = cli("remember", forest, "--tree", "kitchen", "--branch", "pickles", "--leaf",
+                  "gherkin", "--title", "Gherkins", "--content", "Small ones.")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert json.loads(refused.stdout)["error"]["code"] == "journal_corrupt"
+    assert "Traceback" not in refused.stderr
+    assert state(forest) == before
+
+
+@pytest.mark.parametrize("step", ["recovering:2", "recovering:3", "recovering:4",
+                                  "replace:manifest.json"])
+def test_a_crash_at_any_point_of_a_rollback_is_recovered(forest, tmp_path, step):
+    """Recovery itself killed after any file it put back, or inside its own manifest
+    rewrite (state ``rolling_back``): the next recovery finishes the rollback."""
+    before = state(forest)
+    assert cli(*writer_args(forest, tmp_path, "remember"),
+               crash="writing:4").returncode == -signal.SIGKILL
+    lock.unlock_stale(forest)
+    assert cli("doctor", forest, "--repair", crash=step).returncode == -signal.SIGKILL
+    lock.unlock_stale(forest)
+    report = operations.doctor(forest, repair=True)
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    assert state(forest) == before
+    assert_whole(forest)
+
+
+def test_a_crash_inside_a_handled_failures_undo_is_recovered(forest, tmp_path):
+    """A failure after the second rename starts the in-process undo, and the process is
+    killed inside the undo's manifest rewrite: recovery finishes the rollback."""
+    before = state(forest)
+    killed = cli(*writer_args(forest, tmp_path, "apply-structured"),
+                 crash="replace:manifest.json", **{journal.FAIL_ENV: "writing:2"})
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert manifest(forest)["state"] == "prepared"
+    report = operations.doctor(forest, repair=True)
+    assert report["repair"]["journal"]["action"] == "rolled_back"
+    assert state(forest) == before
+    assert_whole(forest)
+
+
+def test_a_crash_inside_the_receipt_write_rolls_forward(forest, tmp_path):
+    """Killed between the receipt's temporary file and its rename (state ``written``):
+    recovery rolls forward and writes the receipt whole."""
+    args = [*writer_args(forest, tmp_path, "remember"), "--transaction-id", "receipt-kill"]
+    before = state(forest)
+    pending, report = kill_and_repair(forest, args, "replace:receipt-kill.json")
+    assert report["repair"]["journal"]["action"] == "rolled_forward"
+    check_outcome(forest, before, pending, "written")
+    retried = cli(*args)  # the client's retry is answered from the receipt
+    assert retried.returncode == 0 and json.loads(retried.stdout)["already_applied"] is True
     assert_whole(forest)
 
 

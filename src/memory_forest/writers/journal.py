@@ -59,7 +59,9 @@ MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 
 # --- test hooks ------------------------------------------------------------------------------
 # crash_point(step) SIGKILLs the process or raises at a named step (see testhooks). The
-# writers' steps: staged, journaled, writing, written, indexed, receipted, recovering.
+# writers' steps: staged, journaled, writing, written, indexed, receipted, recovering;
+# writing:N and recovering:N follow the N-th file (writing is writing:1, recovering is
+# recovering:1), and replace:manifest.json is the middle of a manifest rewrite.
 # ----------------------------------------------------------------------------------------------
 
 
@@ -143,6 +145,7 @@ def apply(journal: Journal) -> None:
         target = root / entry["path"]
         os.rename(journal.dir / f"after-{entry['slot']}", target)
         parents[target.parent] = None
+        crash_point(f"writing:{number + 1}")  # that many files are in place
         if number == 0:
             crash_point("writing")
     for parent in parents:  # every rename durable before the state says so
@@ -187,6 +190,7 @@ def rollback(journal: Journal, max_bytes: int) -> None:
                 raise _corrupt(entry["path"])
             os.rename(keep, target)
             fsync_dir(target.parent)
+        crash_point(f"recovering:{number + 1}")
         if number == 0:
             crash_point("recovering")
     for rel in reversed(journal.manifest["dirs"]):
@@ -207,6 +211,7 @@ def roll_forward(journal: Journal, max_bytes: int) -> None:
             raise _corrupt(entry["path"])
         os.rename(staged, root / entry["path"])
         fsync_dir((root / entry["path"]).parent)
+        crash_point(f"recovering:{number + 1}")
         if number == 0:
             crash_point("recovering")
 
