@@ -1,6 +1,7 @@
 """Mutation check: each deliberate breakage of the package must make a test fail.
 
 Usage: python scripts/mutation_check.py [--only NAME ...] [--list] [--no-baseline]
+                                      [--write-docs]
 
 For every breakage in BREAKAGES the package source (src/memory_forest) is
 copied to a fresh temporary directory, the breakage's string replacements are
@@ -34,6 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "memory_forest"
+DOCS = REPO / "docs" / "testing.md"
 RUN_TIMEOUT = 600
 
 
@@ -63,7 +65,10 @@ BREAKAGES: tuple[Breakage, ...] = (
         "write_private writes in place (no temp, no fsync, no rename)", "safety.py",
         (('    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")\n',
           "    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)\n"
-          "    os.write(fd, data)\n"
+          "    os.fchmod(fd, FILE_MODE)\n"
+          "    view = memoryview(data)\n"
+          "    while view:\n"
+          "        view = view[os.write(fd, view):]\n"
           "    os.close(fd)\n"
           "    return\n"
           '    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")\n'),),
@@ -71,8 +76,8 @@ BREAKAGES: tuple[Breakage, ...] = (
     ),
     Breakage(
         "temp file not fsynced before its rename", "safety.py",
-        (("        os.fsync(fd)\n    finally:\n        os.close(fd)\n",
-          "        pass\n    finally:\n        os.close(fd)\n"),),
+        (("            view = view[os.write(fd, view):]\n        os.fsync(fd)\n",
+          "            view = view[os.write(fd, view):]\n"),),
         ("tests/test_safety.py",),
     ),
     Breakage(
@@ -209,12 +214,29 @@ def mutate(breakage: Breakage) -> list[str]:
     return failed
 
 
+def short(test_id: str) -> str:
+    """A test id with long parameters elided, for the table."""
+    name, bracket, params = test_id.partition("[")
+    return name + (f"[{params[:-1]}]" if len(params) <= 24 else "[...]") if bracket else name
+
+
 def table(results: list[tuple[Breakage, list[str]]]) -> str:
     lines = ["| breakage | caught by |", "|---|---|"]
     for breakage, failed in results:
-        caught = ", ".join(f"`{test}`" for test in failed) if failed else "**SURVIVED**"
+        caught = ", ".join(f"`{short(test)}`" for test in failed) if failed else "**SURVIVED**"
         lines.append(f"| {breakage.name} | {caught} |")
     return "\n".join(lines)
+
+
+def write_docs(text: str) -> None:
+    """Put the table between the markers in docs/testing.md."""
+    begin, end = "<!-- mutation_check:begin -->\n", "<!-- mutation_check:end -->"
+    doc = DOCS.read_text(encoding="utf-8")
+    head, _, rest = doc.partition(begin)
+    _, found, tail = rest.partition(end)
+    if not found:
+        raise Stale(f"{DOCS} has no {begin.strip()} ... {end} markers")
+    DOCS.write_text(head + begin + text + "\n" + end + tail, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,23 +244,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="run the breakages whose name contains NAME (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the breakages and exit")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="also put the table in docs/testing.md (a full run only)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip checking that the untouched package passes first")
     args = parser.parse_args(argv)
+    if args.write_docs and args.only:
+        parser.error("--write-docs records a full run: leave out --only")
     chosen = tuple(b for b in BREAKAGES
                    if not args.only or any(part in b.name for part in args.only))
     if args.list or not chosen:
         print("\n".join(b.name for b in BREAKAGES))
         return 0 if args.list else 2
     try:
-        check_records(chosen)
-        if not args.no_baseline:
-            baseline(chosen)
-        results = []
-        for breakage in chosen:
-            results.append((breakage, mutate(breakage)))
-            print(f"{'caught  ' if results[-1][1] else 'SURVIVED'} {breakage.name}",
-                  file=sys.stderr, flush=True)
+        results = run(chosen, baseline_first=not args.no_baseline)
+        if args.write_docs:
+            write_docs(table(results))
     except Stale as exc:
         print(f"mutation_check: stale: {exc}", file=sys.stderr)
         return 2
@@ -250,6 +271,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     return 0
 
+
+def run(chosen: tuple[Breakage, ...], baseline_first: bool) -> list[tuple[Breakage, list[str]]]:
+    check_records(chosen)
+    if baseline_first:
+        baseline(chosen)
+    results = []
+    for breakage in chosen:
+        results.append((breakage, mutate(breakage)))
+        print(f"{'caught  ' if results[-1][1] else 'SURVIVED'} {breakage.name}",
+              file=sys.stderr, flush=True)
+    return results
 
 if __name__ == "__main__":
     sys.exit(main())
