@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test check lint release-audit bench clean
+.PHONY: demo test check lint release-audit mutation-check bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,11 @@ lint: $(STAMP)
 release-audit: $(STAMP)
 	$(BIN)/python scripts/audit_public_release.py --root .
 
-check: lint release-audit test
+# Each deliberate breakage in scripts/mutation_check.py must make a test fail (a few minutes).
+mutation-check: $(STAMP)
+	$(BIN)/python scripts/mutation_check.py
+
+check: lint release-audit test mutation-check
 
 # Benchmarks print JSON; docs/benchmarks.md records the figures and how they were made.
 bench: $(STAMP)

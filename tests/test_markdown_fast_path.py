@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from memory_forest import documents
@@ -20,6 +20,5 @@ PIECES = st.sampled_from([
 @example("#\n## \n#Title\n")
 @example("word\n\n  \t[[03 mtm/t/b|Branch]]\n")  # a tab after spaces starts indented code
 def test_plain_scan_equals_the_parser(body):
-    if documents._needs_parser(body):
-        return  # the parser handles it anyway
+    assume(not documents._needs_parser(body))  # the parser handles the rest anyway
     assert documents._scan_plain(body, 3) == documents._scan_parsed(body, 3)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -142,12 +145,65 @@ def test_a_file_that_fails_to_read_is_unreadable():
     assert load_code("/proc/self/mem") == "query_plan_unreadable"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_a_file_without_read_permission_is_unreadable(tmp_path):
-    path = tmp_path / "plan.json"
+NOBODY = 65534  # the conventional unprivileged uid and gid
+
+# Loads the plan named in argv[1]; prints the package it used, then the error code or "ok".
+LOAD_AS_ANOTHER_USER = """
+import sys
+from memory_forest import queryplan
+from memory_forest.errors import ForestError
+print(queryplan.__file__)
+try:
+    queryplan.load(sys.argv[1])
+except ForestError as exc:
+    print(exc.code)
+else:
+    print("ok")
+"""
+
+
+def load_code_where_modes_bind(path: Path) -> str:
+    """``load_code``, run by a user the file's mode binds.
+
+    Root reads a file whatever its mode, and CI runs as root: there the load
+    runs in a subprocess as ``nobody``, on the same package as this test.
+    """
+    if os.geteuid() != 0:
+        try:
+            queryplan.load(str(path))
+        except ForestError as exc:
+            return exc.code
+        return "ok"
+    command = [sys.executable, "-c", LOAD_AS_ANOTHER_USER, str(path)]
+    setpriv = shutil.which("setpriv")
+    if setpriv:  # util-linux; also runs an interpreter kept under root's private home
+        proc = subprocess.run([setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                               "--clear-groups", *command],
+                              capture_output=True, text=True, timeout=60)
+    else:
+        proc = subprocess.run(command, user=NOBODY, group=NOBODY, extra_groups=[],
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    used, code = proc.stdout.splitlines()
+    assert used == queryplan.__file__  # not some other installed copy
+    return code
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every user can traverse (pytest's tmp_path is private to its user)."""
+    with tempfile.TemporaryDirectory() as name:
+        os.chmod(name, 0o711)
+        yield Path(name)
+
+
+def test_a_file_without_read_permission_is_unreadable(shared_dir):
+    path = shared_dir / "plan.json"
     path.write_text(json.dumps(probes("kimchi")), encoding="utf-8")
+    path.chmod(0o644)
+    assert load_code_where_modes_bind(path) == "ok"  # the same user reads it with the mode
     path.chmod(0)
-    assert load_code(str(path)) == "query_plan_unreadable"
+    assert load_code_where_modes_bind(path) == "query_plan_unreadable"
 
 
 # --- the published schema -------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -189,6 +190,34 @@ def test_a_hand_edit_is_flagged_and_strict_fails_closed(forest):
     human = run("search", str(forest), "kimchi")
     assert human.returncode == 0 and "Kimchi batch 7" in human.stdout
     assert "changed since index" in human.stdout
+
+
+def test_a_same_size_edit_is_flagged_and_strict_fails_closed(forest):
+    """One character replaced, size and mtime kept: only the hash can tell, so every
+    verifying read must compare hashes, never sizes or times."""
+    path = forest / KIMCHI
+    st = os.stat(path)
+    edited = path.read_bytes().replace(b"day 10: sour", b"day 11: sour", 1)
+    assert len(edited) == st.st_size and edited != path.read_bytes()
+    write_file(forest, KIMCHI, edited)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    for command, query, extra in (("retrieve", "김치", ()),
+                                  ("search", "kimchi", ("--include-body",))):
+        code, outcome, _ = run_json(command, str(forest), query, *extra, "--strict")
+        assert code == 1 and outcome["error"]["code"] == "index_stale", command
+        assert outcome["error"]["details"] == {"path": KIMCHI}
+    code, outcome, _ = run_json("retrieve", str(forest), "김치")
+    node = outcome["trails"][0]["nodes"][-1]
+    assert code == 0 and node["path"] == KIMCHI
+    assert (node["verified"], node["changed_since_index"]) == (False, True)
+    code, outcome, _ = run_json("search", str(forest), "kimchi", "--include-body")
+    hit = next(item for item in outcome["results"] if item["path"] == KIMCHI)
+    assert code == 0 and (hit["verified"], hit["changed_since_index"]) == (False, True)
+    assert hit["body"].endswith("day 11: sour enough; move to the cold room.\n")
+    code, opened, _ = run_json("open", str(forest), KIMCHI)
+    assert code == 0 and (opened["verified"], opened["changed_since_index"]) == (False, True)
+    assert opened["current_sha256"] == hashlib.sha256(edited).hexdigest() != opened["sha256"]
+    assert opened["body"] == edited.decode("utf-8")
 
 
 def test_search_body_prints_as_indented_text_with_real_newlines(shared):

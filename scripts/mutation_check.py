@@ -1,0 +1,287 @@
+"""Mutation check: each deliberate breakage of the package must make a test fail.
+
+Usage: python scripts/mutation_check.py [--only NAME ...] [--list] [--no-baseline]
+                                      [--write-docs]
+
+For every breakage in BREAKAGES the package source (src/memory_forest) is
+copied to a fresh temporary directory, the breakage's string replacements are
+applied to the copy, and the breakage's test files run with ``-x`` against
+the copy (PYTHONPATH puts it before the installed package, and that it does
+is checked before anything runs). A breakage is *caught* when a test fails;
+it *survives* when every test passes. The script prints a table, breakage ->
+tests that caught it, and exits 1 when any breakage survives.
+
+It fails loudly, never quietly, when the check itself has gone stale: a
+replacement that does not apply exactly once (the code it breaks has
+changed), a listed test file that does not exist, a mutated copy that does
+not compile, or a test run that errors instead of failing (a collection
+error proves nothing). The baseline run first checks that the untouched copy
+passes every listed test file, so a failure can only come from the breakage.
+
+To add a breakage, add one Breakage record: the file under src/memory_forest,
+the (old, new) replacements, and the test files that should catch it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = "memory_forest"
+DOCS = REPO / "docs" / "testing.md"
+RUN_TIMEOUT = 600
+
+
+@dataclass(frozen=True)
+class Breakage:
+    name: str
+    file: str  # relative to src/memory_forest
+    edits: tuple[tuple[str, str], ...]  # (old, new); each old must occur exactly once
+    tests: tuple[str, ...]  # test files, relative to the repository
+
+
+BREAKAGES: tuple[Breakage, ...] = (
+    Breakage(
+        "verify compares sizes only, not sha256", "retrieve.py",
+        (('seen[path] = _state_of(root, path, node["sha256"], max_bytes, strict)',
+          'seen[path] = _state_of(root, path, node["size"], max_bytes, strict)'),
+         ("    changed = current != indexed_sha256\n",
+          "    changed = len(data) != indexed_sha256\n")),
+        ("tests/cli/test_cli_retrieval.py", "tests/test_index.py"),
+    ),
+    Breakage(
+        "hash verification a no-op", "retrieve.py",
+        (("    changed = current != indexed_sha256\n", "    changed = False\n"),),
+        ("tests/cli/test_cli_retrieval.py", "tests/test_retrieve.py"),
+    ),
+    Breakage(
+        "write_private writes in place (no temp, no fsync, no rename)", "safety.py",
+        (('    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")\n',
+          "    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)\n"
+          "    os.fchmod(fd, FILE_MODE)\n"
+          "    view = memoryview(data)\n"
+          "    while view:\n"
+          "        view = view[os.write(fd, view):]\n"
+          "    os.close(fd)\n"
+          "    return\n"
+          '    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")\n'),),
+        ("tests/test_safety.py", "tests/writers/test_crash.py"),
+    ),
+    Breakage(
+        "temp file not fsynced before its rename", "safety.py",
+        (("            view = view[os.write(fd, view):]\n        os.fsync(fd)\n",
+          "            view = view[os.write(fd, view):]\n"),),
+        ("tests/test_safety.py",),
+    ),
+    Breakage(
+        "directory not fsynced after a rename", "safety.py",
+        (("        raise\n    fsync_dir(path.parent)\n", "        raise\n"),),
+        ("tests/test_safety.py",),
+    ),
+    Breakage(
+        "rollback leaves the directories it created", "writers/journal.py",
+        (('    for rel in reversed(journal.manifest["dirs"]):\n',
+          '    for rel in reversed(journal.manifest["dirs"][:0]):\n'),),
+        ("tests/writers/test_crash.py", "tests/writers/test_transaction.py"),
+    ),
+    Breakage(
+        "redaction disabled", "writers/redact.py",
+        (("    if not _has_literal(lowered):\n        return text\n",
+          "    if True:\n        return text\n"),),
+        ("tests/writers/test_redact.py", "tests/writers/test_redaction_writers.py"),
+    ),
+    Breakage(
+        "files created 0644", "safety.py",
+        (("os.O_NOFOLLOW, FILE_MODE)\n    try:\n        os.fchmod(fd, FILE_MODE)\n",
+          "os.O_NOFOLLOW, 0o644)\n    try:\n        os.fchmod(fd, 0o644)\n"),),
+        ("tests/test_safety.py", "tests/test_init.py"),
+    ),
+    Breakage(
+        "mode checks disabled", "safety.py",
+        (("    if mode != want:\n        code = ", "    if False:\n        code = "),),
+        ("tests/test_validate.py", "tests/test_audit.py"),
+    ),
+    Breakage(
+        "browse renders raw HTML", "browse/markdown.py",
+        (('MarkdownIt("commonmark", {"html": False,', 'MarkdownIt("commonmark", {"html": True,'),
+         ('    rules["html_block"] = _render_escaped_block\n'
+          '    rules["html_inline"] = _render_escaped\n', "")),
+        ("tests/test_browse.py",),
+    ),
+)
+
+
+class Stale(Exception):
+    """The check no longer matches the code or the tests: fix the record, never ignore it."""
+
+
+def copy_package(into: Path) -> Path:
+    """A pristine copy of src/memory_forest under ``into``/src, readable by every user
+    (one test reruns the package as an unprivileged user)."""
+    src = into / "src"
+    shutil.copytree(REPO / "src" / PACKAGE, src / PACKAGE,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for path in (into, src):
+        path.chmod(0o755)
+    return src
+
+
+def mutated(breakage: Breakage, text: str) -> str:
+    """``text`` with the breakage's replacements; Stale unless each applies exactly once."""
+    for old, new in breakage.edits:
+        found = text.count(old)
+        if found != 1:
+            raise Stale(f"{breakage.name}: {old!r} occurs {found} times in {breakage.file}, "
+                        "not once")
+        text = text.replace(old, new)
+    return text
+
+
+def apply(breakage: Breakage, src: Path) -> None:
+    target = src / PACKAGE / breakage.file
+    text = mutated(breakage, target.read_text(encoding="utf-8"))
+    try:
+        compile(text, str(target), "exec")
+    except SyntaxError as exc:
+        raise Stale(f"{breakage.name}: the mutated {breakage.file} does not compile") from exc
+    target.write_text(text, encoding="utf-8")
+
+
+def environment(src: Path) -> dict[str, str]:
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": str(src) + (os.pathsep + path if path else "")}
+
+
+def check_shadowing(src: Path) -> None:
+    """The copy, not the installed package, is what the tests and their subprocesses import."""
+    done = subprocess.run([sys.executable, "-c", f"import {PACKAGE}; print({PACKAGE}.__file__)"],
+                          env=environment(src), capture_output=True, text=True, cwd=REPO,
+                          timeout=60)
+    imported = Path(done.stdout.strip()).resolve()
+    if done.returncode != 0 or not imported.is_relative_to(src.resolve()):
+        raise Stale(f"the copy does not shadow the installed package: {PACKAGE} comes from "
+                    f"{imported or done.stderr.strip()}")
+
+
+def run_tests(src: Path, tests: tuple[str, ...]) -> tuple[bool, list[str]]:
+    """(all passed, the failing test ids). A run that errors rather than fails is Stale."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-x", "-q", "-rf", "-p", "no:cacheprovider", *tests],
+        env=environment(src), capture_output=True, text=True, cwd=REPO, timeout=RUN_TIMEOUT)
+    failed = [line.split(" ", 1)[1].split(" - ", 1)[0] for line in done.stdout.splitlines()
+              if line.startswith("FAILED ")]
+    if done.returncode == 0:
+        return True, []
+    if done.returncode == 1 and failed:
+        return False, failed
+    tail = "\n".join(done.stdout.splitlines()[-15:] + done.stderr.splitlines()[-5:])
+    raise Stale(f"pytest exited {done.returncode} on {' '.join(tests)}:\n{tail}")
+
+
+def check_records(breakages: tuple[Breakage, ...]) -> None:
+    """Every record still applies and names real tests, before the long runs start."""
+    for breakage in breakages:
+        mutated(breakage, (REPO / "src" / PACKAGE / breakage.file).read_text(encoding="utf-8"))
+        for test in breakage.tests:
+            if not (REPO / test).is_file():
+                raise Stale(f"{breakage.name}: the test file {test} does not exist")
+
+
+def baseline(breakages: tuple[Breakage, ...]) -> None:
+    tests = tuple(dict.fromkeys(test for b in breakages for test in b.tests))
+    with tempfile.TemporaryDirectory(prefix="mutation-baseline-") as tmp:
+        src = copy_package(Path(tmp))
+        check_shadowing(src)
+        passed, failed = run_tests(src, tests)
+    if not passed:
+        raise Stale(f"the untouched package already fails: {', '.join(failed)}")
+
+
+def mutate(breakage: Breakage) -> list[str]:
+    """The tests that caught ``breakage``; empty when it survived."""
+    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
+        src = copy_package(Path(tmp))
+        apply(breakage, src)
+        check_shadowing(src)
+        _, failed = run_tests(src, breakage.tests)
+    return failed
+
+
+def short(test_id: str) -> str:
+    """A test id with long parameters elided, for the table."""
+    name, bracket, params = test_id.partition("[")
+    return name + (f"[{params[:-1]}]" if len(params) <= 24 else "[...]") if bracket else name
+
+
+def table(results: list[tuple[Breakage, list[str]]]) -> str:
+    lines = ["| breakage | caught by |", "|---|---|"]
+    for breakage, failed in results:
+        caught = ", ".join(f"`{short(test)}`" for test in failed) if failed else "**SURVIVED**"
+        lines.append(f"| {breakage.name} | {caught} |")
+    return "\n".join(lines)
+
+
+def write_docs(text: str) -> None:
+    """Put the table between the markers in docs/testing.md."""
+    begin, end = "<!-- mutation_check:begin -->\n", "<!-- mutation_check:end -->"
+    doc = DOCS.read_text(encoding="utf-8")
+    head, _, rest = doc.partition(begin)
+    _, found, tail = rest.partition(end)
+    if not found:
+        raise Stale(f"{DOCS} has no {begin.strip()} ... {end} markers")
+    DOCS.write_text(head + begin + text + "\n" + end + tail, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="run the breakages whose name contains NAME (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the breakages and exit")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="also put the table in docs/testing.md (a full run only)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip checking that the untouched package passes first")
+    args = parser.parse_args(argv)
+    if args.write_docs and args.only:
+        parser.error("--write-docs records a full run: leave out --only")
+    chosen = tuple(b for b in BREAKAGES
+                   if not args.only or any(part in b.name for part in args.only))
+    if args.list or not chosen:
+        print("\n".join(b.name for b in BREAKAGES))
+        return 0 if args.list else 2
+    try:
+        results = run(chosen, baseline_first=not args.no_baseline)
+        if args.write_docs:
+            write_docs(table(results))
+    except Stale as exc:
+        print(f"mutation_check: stale: {exc}", file=sys.stderr)
+        return 2
+    print(table(results))
+    survivors = [b.name for b, failed in results if not failed]
+    if survivors:
+        print(f"\n{len(survivors)} breakage(s) survived: {'; '.join(survivors)}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(chosen: tuple[Breakage, ...], baseline_first: bool) -> list[tuple[Breakage, list[str]]]:
+    check_records(chosen)
+    if baseline_first:
+        baseline(chosen)
+    results = []
+    for breakage in chosen:
+        results.append((breakage, mutate(breakage)))
+        print(f"{'caught  ' if results[-1][1] else 'SURVIVED'} {breakage.name}",
+              file=sys.stderr, flush=True)
+    return results
+
+if __name__ == "__main__":
+    sys.exit(main())
