@@ -56,7 +56,8 @@ def forest(example_forest: Path) -> Path:
     return example_forest
 
 
-@pytest.mark.parametrize("step", ["staged", "journaled", "writing", "written", "indexed"])
+@pytest.mark.parametrize("step", ["staged", "journaled", "writing", "written", "indexed",
+                                  "receipted"])
 def test_an_io_failure_during_a_write_is_io_error_and_changes_nothing(forest, step):
     before = canonical_state(forest)
     proc = cli("remember", forest, *REMEMBER, fail=step)
@@ -68,6 +69,20 @@ def test_an_io_failure_during_a_write_is_io_error_and_changes_nothing(forest, st
     assert canonical_state(forest) == before  # bytes, modes and mtimes
     assert not journal.pending(forest)
     assert outcome(cli("remember", forest, *REMEMBER))["ok"]
+
+
+def test_the_mcp_tool_gives_the_same_io_error(forest, monkeypatch):
+    from memory_forest import mcp_server
+
+    before = canonical_state(forest)
+    monkeypatch.setenv(FAIL_ENV, "writing")
+    answer = mcp_server.call(forest, "remember", {
+        "tree": "kitchen", "branch": "pickles", "leaf": "dill", "title": "Dill pickles",
+        "content": "Brine at 5 percent.", "source": "test-agent"})
+    assert answer["ok"] is False
+    assert answer["error"]["code"] == "io_error"
+    assert answer["error"]["details"] == {"errno": "EIO"}
+    assert canonical_state(forest) == before
 
 
 def test_io_error_names_the_errno_and_never_an_absolute_path():

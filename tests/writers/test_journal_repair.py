@@ -81,6 +81,12 @@ def test_a_corrupt_journal_is_reported_set_aside_and_writers_go_on(forest):
     assert refused["error"]["details"]["journal"]["paths"] == named
     assert "--set-aside-journal" in refused["error"]["details"]["next"]
     assert state(forest) == before and (forest / MANIFEST).read_bytes() == raw
+    said = subprocess.run([sys.executable, "-m", "memory_forest", "doctor", str(forest),
+                           "--repair"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, COLUMNS="200", NO_COLOR="1"))
+    assert said.returncode == 1 and "--set-aside-journal" in said.stderr
+    for path in named:  # a person sees what the journal names, without --json
+        assert f"the journal names: {path}" in said.stderr
 
     code, repaired = cli("doctor", forest, "--repair", "--set-aside-journal")
     assert code == 0, repaired

@@ -254,7 +254,7 @@ def describe(root: Path) -> dict[str, Any]:
     except ForestError as exc:
         if exc.code != "journal_corrupt":
             raise
-        return {"state": "corrupt", "code": exc.code, "reason": exc.message,
+        return {"state": "corrupt", "code": exc.code, "reason": exc.message.split(";")[0],
                 **salvage(root), **extra}
     if journal is None:
         return {"state": "debris", **extra}
