@@ -144,3 +144,19 @@ def test_a_journal_that_recovers_is_recovered_not_set_aside(forest):
 def test_set_aside_journal_needs_repair(forest):
     code, refused = cli("doctor", forest, "--set-aside-journal")
     assert (code, refused["error"]["code"]) == (2, "set_aside_requires_repair")
+
+
+@pytest.mark.parametrize("manifest", [b'{"format":1}', b'{"format":1,"transaction_id":"t",'
+                                      b'"operation":"remember","state":"prepared","dirs":[],'
+                                      b'"draft":{},"entries":[{"path":7}]}', b"[]"])
+def test_json_that_is_not_a_manifest_is_corrupt_too(forest, manifest):
+    corrupt_journal(forest, "journaled")
+    (forest / MANIFEST).write_bytes(manifest)
+    code, failed = cli("remember", forest, *REMEMBER)
+    assert (code, failed["error"]["code"]) == (1, "journal_corrupt")
+    assert cli("doctor", forest)[1]["journal"]["state"] == "corrupt"
+    code, repaired = cli("doctor", forest, "--repair", "--set-aside-journal")
+    assert code == 0 and repaired["repair"]["journal"]["action"] == "set_aside"
+    assert (forest / repaired["repair"]["journal"]["set_aside"] / "manifest.json"
+            ).read_bytes() == manifest
+    assert cli("remember", forest, *REMEMBER)[0] == 0

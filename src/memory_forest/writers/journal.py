@@ -11,6 +11,12 @@ the lock)::
 A transaction is staged in ``journal-staging-<hex>/`` and renamed to
 ``journal/`` in one step, so a live journal always has its manifest.
 
+A journal recovery cannot trust (a manifest that is not valid JSON or lacks
+a field, an image it needs gone) stops with ``journal_corrupt``; ``salvage``
+describes what it still names, and ``set_aside`` moves it, bytes kept, to
+``journal.set-aside-<stamp>/`` once the operator's ``doctor --repair
+--set-aside-journal`` has checked the forest.
+
 The rule recovery follows:
 
 - state ``prepared`` (any canonical file may or may not have been replaced):
@@ -270,14 +276,35 @@ def load(root: Path) -> Journal | None:
     except ForestError as exc:
         if exc.code == "not_found":
             return None
-        raise
+        raise _unreadable(f"the journal manifest cannot be read ({exc.code})") from None
     try:
         journal.manifest = loads_strict(raw)
     except StrictJSONError:
         raise _unreadable("the journal manifest is not valid JSON") from None
     if not isinstance(journal.manifest, dict) or journal.manifest.get("format") != FORMAT:
         raise _unreadable("the journal manifest has an unknown format")
+    if not _well_formed(journal.manifest):
+        raise _unreadable("the journal manifest lacks a field recovery needs")
     return journal
+
+
+def _well_formed(manifest: dict[str, Any]) -> bool:
+    """Every field recovery reads, with its type: JSON that parses is not yet a manifest."""
+    def image(value: Any) -> bool:
+        return isinstance(value, dict) and isinstance(value.get("sha256"), str)
+
+    entries = manifest.get("entries")
+    return (isinstance(manifest.get("transaction_id"), str)
+            and isinstance(manifest.get("operation"), str)
+            and manifest.get("state") in ("prepared", "written", "rolling_back")
+            and isinstance(manifest.get("dirs"), list)
+            and all(isinstance(rel, str) for rel in manifest["dirs"])
+            and isinstance(manifest.get("draft"), dict)
+            and isinstance(entries, list)
+            and all(isinstance(entry, dict) and isinstance(entry.get("path"), str)
+                    and isinstance(entry.get("slot"), int) and image(entry.get("after"))
+                    and (entry.get("before") is None or image(entry["before"]))
+                    for entry in entries))
 
 
 def _unreadable(what: str) -> ForestError:
