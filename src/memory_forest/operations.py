@@ -277,13 +277,16 @@ def _set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
     stays, with its images, and the operator fixes the files named first.
     """
     from . import index
+    from .layers import STATE_DIR
     from .quarantine import MODE_CODES
     from .writers import journal
 
     described = journal.describe(root)
     checked = audit(root)
+    inside = f"{STATE_DIR}/{journal.JOURNAL}"  # the journal's own oddities are why it goes
     problems = [issue for issue in checked["issues"]
-                if issue["level"] == "error" and issue["code"] not in MODE_CODES]
+                if issue["level"] == "error" and issue["code"] not in MODE_CODES
+                and issue["path"] != inside and not issue["path"].startswith(inside + "/")]
     if problems:
         raise ForestError("journal_set_aside_refused", "the forest does not pass audit, so the "
                           "journal was left in place; fix the files 'memory-forest audit ROOT' "

@@ -160,3 +160,18 @@ def test_json_that_is_not_a_manifest_is_corrupt_too(forest, manifest):
     assert (forest / repaired["repair"]["journal"]["set_aside"] / "manifest.json"
             ).read_bytes() == manifest
     assert cli("remember", forest, *REMEMBER)[0] == 0
+
+
+def test_a_journal_that_is_a_symlink_is_set_aside_without_following_it(forest, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir(mode=0o755)
+    (outside / "manifest.json").write_bytes(b'{"format":1}')
+    os.chmod(outside, 0o755)
+    os.symlink(outside, forest / MANIFEST.parent)
+    code, failed = cli("remember", forest, *REMEMBER)
+    assert (code, failed["error"]["code"]) == (1, "journal_corrupt")
+    code, repaired = cli("doctor", forest, "--repair", "--set-aside-journal")
+    assert code == 0, repaired
+    aside = forest / repaired["repair"]["journal"]["set_aside"]
+    assert aside.is_symlink() and stat.S_IMODE(os.lstat(outside).st_mode) == 0o755
+    assert cli("remember", forest, *REMEMBER)[0] == 0

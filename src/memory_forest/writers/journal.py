@@ -41,6 +41,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -403,7 +404,8 @@ def set_aside(root: Path) -> str:
         n += 1
         target = state_dir / f"{SET_ASIDE_PREFIX}{stamp}-{n}"
     os.rename(state_dir / JOURNAL, target)
-    os.chmod(target, DIR_MODE)
+    if stat.S_ISDIR(os.lstat(target).st_mode):  # a symlink moved aside is never followed
+        os.chmod(target, DIR_MODE)
     fsync_dir(state_dir)
     return f"{STATE_DIR}/{target.name}"
 
