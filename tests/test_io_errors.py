@@ -173,3 +173,15 @@ def test_a_full_disk_is_io_error_enospc_and_changes_nothing(small_disk, forest):
     assert seen, "the disk was never full enough to fail the write"
     assert outcome(cli("remember", root, *REMEMBER))["ok"]
     assert outcome(cli("audit", root))["ok"]
+
+
+def test_readers_flag_a_file_the_disk_cannot_read_and_answer_the_rest(forest):
+    bad = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    found = outcome(cli("search", forest, "kimchi", fail=f"read:{bad}"))
+    assert found["ok"] and found["count"] > 1
+    by_path = {hit["path"]: hit for hit in found["results"]}
+    assert (by_path[bad]["read_error"], by_path[bad]["verified"]) == ("os_error", False)
+    assert all(hit["verified"] for path, hit in by_path.items() if path != bad)
+    opened = outcome(cli("open", forest, bad, fail=f"read:{bad}"))
+    assert opened["error"]["code"] == "os_error"
+    assert opened["error"]["details"] == {"path": bad, "errno": "EIO"}
