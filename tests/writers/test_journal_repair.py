@@ -148,7 +148,10 @@ def test_set_aside_journal_needs_repair(forest):
 
 @pytest.mark.parametrize("manifest", [b'{"format":1}', b'{"format":1,"transaction_id":"t",'
                                       b'"operation":"remember","state":"prepared","dirs":[],'
-                                      b'"draft":{},"entries":[{"path":7}]}', b"[]"])
+                                      b'"draft":{},"entries":[{"path":7}]}', b"[]",
+                                      b'{"format":1,"transaction_id":"t","operation":"x",'
+                                      b'"state":"prepared","dirs":["../out"],"draft":{},'
+                                      b'"entries":[]}'])
 def test_json_that_is_not_a_manifest_is_corrupt_too(forest, manifest):
     corrupt_journal(forest, "journaled")
     (forest / MANIFEST).write_bytes(manifest)

@@ -294,15 +294,19 @@ def _well_formed(manifest: dict[str, Any]) -> bool:
     def image(value: Any) -> bool:
         return isinstance(value, dict) and isinstance(value.get("sha256"), str)
 
+    def inside(rel: Any) -> bool:  # recovery renames onto these: never outside the root
+        return isinstance(rel, str) and all(part not in ("", ".", "..")
+                                            for part in rel.split("/"))
+
     entries = manifest.get("entries")
     return (isinstance(manifest.get("transaction_id"), str)
             and isinstance(manifest.get("operation"), str)
             and manifest.get("state") in ("prepared", "written", "rolling_back")
             and isinstance(manifest.get("dirs"), list)
-            and all(isinstance(rel, str) for rel in manifest["dirs"])
+            and all(inside(rel) for rel in manifest["dirs"])
             and isinstance(manifest.get("draft"), dict)
             and isinstance(entries, list)
-            and all(isinstance(entry, dict) and isinstance(entry.get("path"), str)
+            and all(isinstance(entry, dict) and inside(entry.get("path"))
                     and isinstance(entry.get("slot"), int) and image(entry.get("after"))
                     and (entry.get("before") is None or image(entry["before"]))
                     for entry in entries))
