@@ -192,6 +192,10 @@ def doctor(
         "0700/0600 modes (takes the lock).")] = False,
     wait: Annotated[float, typer.Option(
         help="With --repair: seconds (0-3600) to wait for the lock.")] = 0.0,
+    set_aside_journal: Annotated[bool, typer.Option(
+        "--set-aside-journal", help="With --repair: when the journal cannot be recovered, move "
+        "it to .memory-forest/journal.set-aside-<UTC stamp>/ (never deleted), if the forest "
+        "passes audit.")] = False,
 ) -> None:
     """Report versions, SQLite features, config, counts, index, lock and journal state.
 
@@ -199,7 +203,8 @@ def doctor(
     """
     from . import operations
 
-    _emit("doctor", lambda: operations.doctor(root, repair=repair, wait=wait))
+    _emit("doctor", lambda: operations.doctor(root, repair=repair, wait=wait,
+                                              set_aside_journal=set_aside_journal))
 
 
 # --- index and retrieval (issue 3) ---------------------------------------------------------

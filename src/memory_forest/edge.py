@@ -3,8 +3,9 @@
 Every command, whether parsed by typer (``cli``) or by the lean per-turn
 parser (``entry``), ends here: a result is printed as one JSON object or
 rendered for a person; a ``ForestError`` becomes one failure object with its
-stable code; anything unexpected is reported by class only, never as a
-traceback.
+stable code; a failing disk (an ``OSError``, or SQLite's "disk is full")
+becomes ``io_error`` naming the errno; anything else unexpected is reported
+by class only, never as a traceback.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> 
     for "built, with problems"); otherwise it is 1.
     """
     from .envelope import failure
-    from .errors import ForestError
+    from .errors import ForestError, as_io_error
 
     try:
         outcome = call()
@@ -38,9 +39,11 @@ def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> 
                                       "details": {"signal": _signal_name(signum)}})
         code = 128 + signum
     except Exception as exc:  # the edge: never a traceback, only the class name
-        outcome = failure(operation, {"code": "internal_error",
-                                      "message": f"unexpected {type(exc).__name__}",
-                                      "details": {"class": type(exc).__name__}})
+        disk = as_io_error(exc)
+        error = disk.to_dict() if disk else {"code": "internal_error",
+                                             "message": f"unexpected {type(exc).__name__}",
+                                             "details": {"class": type(exc).__name__}}
+        outcome = failure(operation, error)
         code = 1
     else:
         code = 0 if outcome.get("ok") else outcome.get("exit_code", 1)

@@ -33,3 +33,49 @@ class ForestError(Exception):
 
 def usage_error(code: str, message: str, **details: Any) -> ForestError:
     return ForestError(code, message, details, exit_code=2)
+
+
+# What a person can do about each errno the disk is most likely to report.
+_IO_HINTS = {
+    "ENOSPC": "the disk is full; free some space and run the command again",
+    "EDQUOT": "the disk quota is used up; free some space and run the command again",
+    "EROFS": "the filesystem is read-only; remount it read-write or use another root",
+    "EIO": "the disk reported an I/O error; check the device, then run the command again",
+    "EACCES": "permission denied; check who owns the forest",
+    "EPERM": "the operation is not permitted; check who owns the forest",
+    "EMFILE": "too many open files; close some programs and run the command again",
+}
+
+
+def io_error(exc: OSError) -> ForestError:
+    """The stable form of an ``OSError`` nothing closer to it handled: ``io_error``.
+
+    Only the errno's name goes into the details, never ``exc.filename``: that
+    is an absolute path, and messages carry root-relative paths only.
+    """
+    import errno
+
+    name = errno.errorcode.get(exc.errno, "") if isinstance(exc.errno, int) else ""
+    hint = _IO_HINTS.get(name, "a filesystem operation failed; run the command again, "
+                               "then 'memory-forest doctor ROOT'")
+    return ForestError("io_error", f"{name or 'I/O error'}: {hint}",
+                       {"errno": name or None})
+
+
+# SQLite reports a full or failing disk as its own error, not as an OSError.
+_SQLITE_ERRNO = {"SQLITE_FULL": "ENOSPC", "SQLITE_IOERR": "EIO", "SQLITE_READONLY": "EROFS"}
+
+
+def as_io_error(exc: BaseException) -> ForestError | None:
+    """``io_error`` for an OSError or a SQLite disk failure; None for anything else."""
+    if isinstance(exc, OSError):
+        return io_error(exc)
+    name = getattr(exc, "sqlite_errorname", None)
+    if not isinstance(name, str):
+        return None
+    for prefix, errno_name in _SQLITE_ERRNO.items():
+        if name.startswith(prefix):
+            import errno
+
+            return io_error(OSError(getattr(errno, errno_name), name))
+    return None

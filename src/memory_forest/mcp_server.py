@@ -110,6 +110,11 @@ def call(root: Path, name: str, arguments: dict[str, Any] | None) -> dict[str, A
     except ForestError as exc:
         return result(name, ok=False, error=exc.to_dict())
     except Exception as exc:  # the edge: never a traceback, only the class name
+        from .errors import as_io_error
+
+        disk = as_io_error(exc)
+        if disk is not None:
+            return result(name, ok=False, error=disk.to_dict())
         return result(name, ok=False, error={
             "code": "internal_error", "message": f"unexpected {type(exc).__name__}",
             "details": {"class": type(exc).__name__}})

@@ -167,13 +167,16 @@ def unlock(root_arg: str | Path, stale: bool = False) -> dict[str, Any]:
 # --- doctor ---------------------------------------------------------------------------------
 
 
-def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0) -> dict[str, Any]:
+def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0,
+           set_aside_journal: bool = False) -> dict[str, Any]:
     """Bounded diagnostics. Fails only when the root cannot be inspected at all.
 
     With ``repair`` (a writer: it takes the lock), a stale lock is removed
     first (``repair.unlocked``), an interrupted write is finished or rolled
     back (``writers.journal.recover``), then every directory and file under
-    the root gets its private mode back (0700/0600).
+    the root gets its private mode back (0700/0600). A journal that cannot be
+    recovered fails with ``journal_corrupt`` and what it still tells;
+    ``set_aside_journal`` then moves it aside, once the forest passes audit.
     """
     import platform
     import sqlite3
@@ -181,14 +184,18 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0) -> dic
     from . import __version__
     from . import lock as locking
     from .config import load_config
+    from .errors import usage_error
     from .inspect import _route_or_issue
     from .safety import open_root, walk
 
     locking.check_wait(wait)
+    if set_aside_journal and not repair:
+        raise usage_error("set_aside_requires_repair",
+                          "--set-aside-journal only works with --repair")
     root = open_root(root_arg)
     report: dict[str, Any] = {}
     if repair:
-        report["repair"] = _repair(root, wait)
+        report["repair"] = _repair(root, wait, set_aside_journal)
     report.update({
         "versions": {
             "memory_forest": __version__,
@@ -225,7 +232,7 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0) -> dic
     return result("doctor", **report)
 
 
-def _repair(root: Path, wait: float) -> dict[str, Any]:
+def _repair(root: Path, wait: float, set_aside_journal: bool) -> dict[str, Any]:
     from . import lock as locking
     from .writers import journal
 
@@ -235,8 +242,64 @@ def _repair(root: Path, wait: float) -> dict[str, Any]:
     if locking.state(root)["state"] == "stale":
         unlocked = locking.unlock_stale(root)
     with locking.held(root, "doctor --repair", wait=wait):
-        recovered = journal.recover(root) or {"action": "none"}
+        try:
+            recovered = journal.recover(root) or {"action": "none"}
+        except ForestError as exc:
+            if exc.code != "journal_corrupt":
+                raise
+            if not set_aside_journal:
+                raise _unrecoverable(root, exc) from None
+            recovered = _set_aside(root, exc)
         return {"unlocked": unlocked, "journal": recovered, **_repair_modes(root)}
+
+
+_SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"
+
+
+def _unrecoverable(root: Path, exc: ForestError) -> ForestError:
+    """``journal_corrupt`` with what the journal still tells, and the way out."""
+    from .writers import journal
+
+    return ForestError("journal_corrupt", "the write-ahead journal cannot be recovered "
+                       f"({exc.message.split(';')[0]}); check the files it names, then run "
+                       f"'{_SET_ASIDE_HINT}'",
+                       {**exc.details, "journal": journal.describe(root), "next": _SET_ASIDE_HINT})
+
+
+def _set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
+    """Move an unrecoverable journal aside, but only over a forest that audits clean.
+
+    Every canonical file is replaced by a rename, so none is ever half-written;
+    what a lost journal can leave is a transaction half-applied across files,
+    which shows as a parent or a link to a file that is not there. ``validate``
+    alone does not see those, ``audit`` does; so the forest must pass ``audit``
+    (mode problems aside: this repair fixes them next). Otherwise the journal
+    stays, with its images, and the operator fixes the files named first.
+    """
+    from . import index
+    from .layers import STATE_DIR
+    from .quarantine import MODE_CODES
+    from .writers import journal
+
+    described = journal.describe(root)
+    checked = audit(root)
+    inside = f"{STATE_DIR}/{journal.JOURNAL}"  # the journal's own oddities are why it goes
+    problems = [issue for issue in checked["issues"]
+                if issue["level"] == "error" and issue["code"] not in MODE_CODES
+                and issue["path"] != inside and not issue["path"].startswith(inside + "/")]
+    if problems:
+        raise ForestError("journal_set_aside_refused", "the forest does not pass audit, so the "
+                          "journal was left in place; fix the files 'memory-forest audit ROOT' "
+                          "names (the journal's before-N files hold their old bytes), then "
+                          "run this again",
+                          {"errors": len(problems),
+                           "paths": sorted({issue["path"] for issue in problems})[:50],
+                           "journal": described})
+    where = journal.set_aside(root)
+    if index.index_path(root).exists():
+        index.build(root)  # the journal's files may be newer than their index rows
+    return {"action": "set_aside", "set_aside": where, "reason": exc.code,
+            "paths": described.get("paths", [])}
 
 
 def _repair_modes(root: Path) -> dict[str, Any]:

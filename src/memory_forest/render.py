@@ -31,6 +31,8 @@ def _failure(error: dict[str, Any]) -> None:
     code = _escape(f"[{error['code']}]")
     _err.print(f"[bold red]error[/] {code} {_escape(error['message'])}")
     details = error.get("details")
+    if isinstance(details, dict) and isinstance(details.get("journal"), dict):
+        _journal_failure(details)
     issues = details.get("issues") if isinstance(details, dict) else None
     if not isinstance(issues, list):
         return
@@ -42,6 +44,19 @@ def _failure(error: dict[str, Any]) -> None:
     total = max(len(issues), summary.get("errors", 0) if isinstance(summary, dict) else 0)
     if total > len(listed):
         _err.print(f"  ... {total - len(listed)} more")
+
+
+def _journal_failure(details: dict[str, Any]) -> None:
+    """What a journal that cannot be recovered still names, so the operator can check it."""
+    journal = details["journal"]
+    for path in details.get("paths", []):
+        _err.print(f"  fails audit: {_escape(str(path))}")
+    for path in journal.get("paths", []):
+        _err.print(f"  the journal names: {_escape(str(path))}")
+    for item in journal.get("staged", []):
+        image = f" of {_escape(str(item['of']))}" if item.get("of") else ""
+        _err.print(f"  in the journal: {_escape(str(item.get('name')))}{image} "
+                   f"({item.get('size')} bytes)")
 
 
 def _escape(text: str) -> str:
@@ -96,6 +111,9 @@ def _doctor(outcome: dict[str, Any]) -> None:
     table.add_row("lock", _describe(outcome["lock"]))
     if "journal" in outcome:
         table.add_row("journal", _describe(outcome["journal"]))
+        for path in outcome["journal"].get("paths", []) if \
+                outcome["journal"]["state"] == "corrupt" else []:
+            table.add_row("  names", _escape(path))
     table.add_row("network", "never required")
     _out.print(table)
 
@@ -322,6 +340,9 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
     if repair:
         _out.print(f"repair: journal {repair['journal']['action']}, "
                    f"{len(repair['modes'])} mode(s) restored")
+        if repair["journal"].get("set_aside"):
+            _out.print(f"  journal moved to {_escape(repair['journal']['set_aside'])} "
+                       "(kept, not deleted)")
         for item in repair["modes"]:
             _out.print(f"  {_escape(item['path'])}: {item['was']} -> {item['now']}")
         for item in repair["modes_failed"]:

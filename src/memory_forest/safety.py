@@ -139,12 +139,32 @@ def read_regular(root: Path, rel: str, max_bytes: int) -> bytes:
             raise ForestError("not_regular_file", "not a regular file", {"path": rel})
         if st.st_size > max_bytes:
             raise ForestError("file_too_large", "file exceeds max_file_bytes", {"path": rel})
-        data = read_bounded(fd, max_bytes)
+        data = _read_or_issue(fd, rel, max_bytes)
         if len(data) > max_bytes:
             raise ForestError("file_too_large", "file exceeds max_file_bytes", {"path": rel})
         return data
     finally:
         os.close(fd)
+
+
+def _read_or_issue(fd: int, rel: str, max_bytes: int) -> bytes:
+    """Read an open file; a failing read (EIO on a bad sector) is this file's problem.
+
+    It becomes ``os_error`` naming the path and the errno, so a reader reports
+    the one file and goes on with the rest of the forest. Tests inject the
+    failure with ``MEMORY_FOREST_TEST_FAIL_AT=read:<path>`` (see testhooks).
+    """
+    from .testhooks import crash_point
+
+    try:
+        crash_point(f"read:{rel}")
+        return read_bounded(fd, max_bytes)
+    except OSError as exc:
+        import errno
+
+        name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+        raise ForestError("os_error", f"cannot read file ({name})",
+                          {"path": rel, "errno": name}) from None
 
 
 def read_bounded(fd: int, max_bytes: int) -> bytes:

@@ -11,6 +11,12 @@ the lock)::
 A transaction is staged in ``journal-staging-<hex>/`` and renamed to
 ``journal/`` in one step, so a live journal always has its manifest.
 
+A journal recovery cannot trust (a manifest that is not valid JSON or lacks
+a field, an image it needs gone) stops with ``journal_corrupt``; ``salvage``
+describes what it still names, and ``set_aside`` moves it, bytes kept, to
+``journal.set-aside-<stamp>/`` once the operator's ``doctor --repair
+--set-aside-journal`` has checked the forest.
+
 The rule recovery follows:
 
 - state ``prepared`` (any canonical file may or may not have been replaced):
@@ -33,7 +39,9 @@ from a run that never changed a canonical byte.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +51,7 @@ from ..errors import ForestError
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..layers import STATE_DIR
 from ..safety import (
+    DIR_MODE,
     fsync_dir,
     mkdir_private,
     read_regular,
@@ -243,15 +252,27 @@ def pending(root: Path) -> bool:
 
 
 def describe(root: Path) -> dict[str, Any]:
-    """What ``doctor`` reports: no journal, debris, or an interrupted transaction."""
+    """What ``doctor`` reports: no journal, debris, an interrupted or a corrupt transaction.
+
+    A corrupt manifest is described, not raised: what it still tells (see
+    ``salvage``) is what the operator needs to decide on ``--set-aside-journal``.
+    """
+    found = _set_aside_names(root)
+    extra = {"set_aside": found} if found else {}
     if not pending(root):
-        return {"state": "clear"}
-    journal = load(root)
+        return {"state": "clear", **extra}
+    try:
+        journal = load(root)
+    except ForestError as exc:
+        if exc.code != "journal_corrupt":
+            raise
+        return {"state": "corrupt", "code": exc.code, "reason": exc.message.split(";")[0],
+                **salvage(root), **extra}
     if journal is None:
-        return {"state": "debris"}
+        return {"state": "debris", **extra}
     return {"state": "interrupted", "transaction_id": journal.manifest["transaction_id"],
             "operation": journal.manifest["operation"],
-            "phase": journal.manifest["state"], "paths": journal.touched}
+            "phase": journal.manifest["state"], "paths": journal.touched, **extra}
 
 
 def load(root: Path) -> Journal | None:
@@ -261,14 +282,141 @@ def load(root: Path) -> Journal | None:
     except ForestError as exc:
         if exc.code == "not_found":
             return None
-        raise
+        raise _unreadable(f"the journal manifest cannot be read ({exc.code})") from None
     try:
         journal.manifest = loads_strict(raw)
     except StrictJSONError:
-        raise ForestError("journal_corrupt", "the journal manifest is not valid JSON") from None
+        raise _unreadable("the journal manifest is not valid JSON") from None
     if not isinstance(journal.manifest, dict) or journal.manifest.get("format") != FORMAT:
-        raise ForestError("journal_corrupt", "the journal manifest has an unknown format")
+        raise _unreadable("the journal manifest has an unknown format")
+    if not _well_formed(journal.manifest):
+        raise _unreadable("the journal manifest lacks a field recovery needs")
     return journal
+
+
+def _well_formed(manifest: dict[str, Any]) -> bool:
+    """Every field recovery reads, with its type: JSON that parses is not yet a manifest."""
+    def image(value: Any) -> bool:
+        return isinstance(value, dict) and isinstance(value.get("sha256"), str)
+
+    def inside(rel: Any) -> bool:  # recovery renames onto these: never outside the root
+        return isinstance(rel, str) and all(part not in ("", ".", "..")
+                                            for part in rel.split("/"))
+
+    entries = manifest.get("entries")
+    return (isinstance(manifest.get("transaction_id"), str)
+            and isinstance(manifest.get("operation"), str)
+            and manifest.get("state") in ("prepared", "written", "rolling_back")
+            and isinstance(manifest.get("dirs"), list)
+            and all(inside(rel) for rel in manifest["dirs"])
+            and isinstance(manifest.get("draft"), dict)
+            and isinstance(entries, list)
+            and all(isinstance(entry, dict) and inside(entry.get("path"))
+                    and isinstance(entry.get("slot"), int) and image(entry.get("after"))
+                    and (entry.get("before") is None or image(entry["before"]))
+                    for entry in entries))
+
+
+def _unreadable(what: str) -> ForestError:
+    return ForestError("journal_corrupt", f"{what}; run 'memory-forest doctor ROOT --repair' "
+                       "to see what it names", {"path": f"{STATE_DIR}/{JOURNAL}/{MANIFEST}"})
+
+
+# --- a corrupt journal --------------------------------------------------------------------------
+
+SET_ASIDE_PREFIX = "journal.set-aside-"
+# A manifest's entries as they appear in the text ``dumps`` writes, found even when the
+# JSON around them is cut short or damaged.
+_NAMED_PATH = re.compile(r'"path":"((?:[^"\\]|\\.)*)"')
+# The receipt draft's "touched" list names each path with the sha256 of both its images.
+_NAMED_IMAGES = re.compile(r'"after_sha256":"([0-9a-f]{64})","before_sha256":'
+                           r'(?:"([0-9a-f]{64})"|null),"path":"((?:[^"\\]|\\.)*)"')
+# Keys are sorted, so the manifest's own operation, state and id come after the draft's:
+# the last match of each is the manifest's.
+_NAMED_FIELD = re.compile(r'"(transaction_id|operation|state)":"((?:[^"\\]|\\.)*)"')
+
+
+def salvage(root: Path) -> dict[str, Any]:
+    """What a journal that cannot be loaded still tells: the paths and ids its manifest
+    names (read as text, each string checked on its own) and the images staged beside it.
+
+    Nothing here is trusted to drive a recovery; it is shown so the operator can
+    check those files before setting the journal aside.
+    """
+    journal_dir = root / STATE_DIR / JOURNAL
+    try:
+        raw = read_regular(root, f"{STATE_DIR}/{JOURNAL}/{MANIFEST}", MAX_MANIFEST_BYTES)
+    except ForestError:
+        raw = b""
+    text = raw.decode("utf-8", "replace")
+    fields = {name: _string(value) for name, value in _NAMED_FIELD.findall(text)}
+    paths = sorted(set(filter(None, map(_string, _NAMED_PATH.findall(text)))))
+    images: dict[str, str | None] = {}
+    for after, before, path in _NAMED_IMAGES.findall(text):
+        images[after] = images[before or after] = _string(path)
+    return {"transaction_id": fields.get("transaction_id"), "operation": fields.get("operation"),
+            "phase": fields.get("state"), "paths": paths,
+            "staged": _staged(root, journal_dir, images)}
+
+
+def _string(literal: str) -> str | None:
+    try:
+        value = loads_strict(f'"{literal}"'.encode())
+    except StrictJSONError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _staged(root: Path, journal_dir: Path, images: dict[str, str | None]
+            ) -> list[dict[str, Any]]:
+    """Each file in the journal; for an image, the path it is of when its sha256 says."""
+    try:
+        names = sorted(os.listdir(journal_dir))
+    except OSError:
+        return []
+    staged = []
+    for name in names:
+        try:
+            data = read_regular(root, f"{STATE_DIR}/{JOURNAL}/{name}", MAX_MANIFEST_BYTES)
+        except ForestError:
+            staged.append({"name": name, "size": None, "of": None})
+            continue
+        staged.append({"name": name, "size": len(data),
+                       "of": None if name == MANIFEST else images.get(sha256_hex(data))})
+    return staged
+
+
+def _set_aside_names(root: Path) -> list[str]:
+    try:
+        names = os.listdir(root / STATE_DIR)
+    except OSError:
+        return []
+    return sorted(f"{STATE_DIR}/{name}" for name in names if name.startswith(SET_ASIDE_PREFIX))
+
+
+def set_aside(root: Path) -> str:
+    """Move ``journal/`` to ``journal.set-aside-<UTC stamp>/`` (0700) and return where.
+
+    Never a delete: the manifest and every image keep their bytes, for the
+    operator to read or restore by hand. Staging debris is removed first (it
+    never held a canonical byte). Caller holds the lock and has checked the forest.
+    """
+    import time
+
+    state_dir = root / STATE_DIR
+    for name in os.listdir(state_dir):
+        if name.startswith(STAGING_PREFIX):
+            shutil.rmtree(state_dir / name)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target, n = state_dir / f"{SET_ASIDE_PREFIX}{stamp}", 1
+    while os.path.lexists(target):
+        n += 1
+        target = state_dir / f"{SET_ASIDE_PREFIX}{stamp}-{n}"
+    os.rename(state_dir / JOURNAL, target)
+    if stat.S_ISDIR(os.lstat(target).st_mode):  # a symlink moved aside is never followed
+        os.chmod(target, DIR_MODE)
+    fsync_dir(state_dir)
+    return f"{STATE_DIR}/{target.name}"
 
 
 def recover(root: Path) -> dict[str, Any] | None:
