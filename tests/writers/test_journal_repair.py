@@ -123,8 +123,11 @@ def test_set_aside_is_refused_over_a_half_applied_write_until_it_is_undone(fores
     code, repaired = cli("doctor", forest, "--repair", "--set-aside-journal")
     assert code == 0, repaired
     assert repaired["repair"]["journal"]["action"] == "set_aside"
-    assert {path: data for path, (data, _, _) in state(forest).items()} == \
-        {path: data for path, (data, _, _) in before.items()}
+    # Every file is back as it was; a directory the interrupted write created may stay
+    # (empty, 0700): the manifest that would name it is the part that was lost.
+    files = {path: data for path, (data, _, _) in state(forest).items() if not path.endswith("/")}
+    assert files == {path: data for path, (data, _, _) in before.items()
+                     if not path.endswith("/")}
     assert cli("remember", forest, *REMEMBER)[0] == 0
     assert_whole(forest)
 
