@@ -92,6 +92,17 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/writers/test_crash.py", "tests/writers/test_transaction.py"),
     ),
     Breakage(
+        "an OSError from the disk is internal_error again", "edge.py",
+        (("        disk = as_io_error(exc)\n", "        disk = None\n"),),
+        ("tests/test_io_errors.py",),
+    ),
+    Breakage(
+        "setting a corrupt journal aside deletes it", "writers/journal.py",
+        (("    os.rename(state_dir / JOURNAL, target)\n",
+          "    shutil.rmtree(state_dir / JOURNAL)\n    os.mkdir(target)\n"),),
+        ("tests/writers/test_journal_repair.py",),
+    ),
+    Breakage(
         "redaction disabled", "writers/redact.py",
         (("    if not _has_literal(lowered):\n        return text\n",
           "    if True:\n        return text\n"),),

@@ -551,3 +551,18 @@ def test_env_does_not_change_gate_output(shared_example):
     done = subprocess.run([sys.executable, "-m", "memory_forest", "gate", str(shared_example)],
                           input=b"kimchi", capture_output=True, env=env, timeout=60)
     assert json.loads(done.stdout)["status"] == "evidence_found"
+
+
+def test_a_disk_failure_under_the_gate_is_io_error_not_internal_error():
+    import errno
+    import sqlite3
+
+    from memory_forest.gate import _code_of
+
+    assert _code_of(OSError(errno.EIO, "Input/output error")) == "io_error"
+    disk = sqlite3.OperationalError("disk I/O error")
+    disk.sqlite_errorname = "SQLITE_IOERR_READ"
+    assert _code_of(disk) == "io_error"
+    assert _code_of(ValueError("a bug")) == "internal_error"
+    receipt = gate.failure("io_error")
+    assert receipt["error"]["message"] == MESSAGES["io_error"] and "doctor" in MESSAGES["io_error"]

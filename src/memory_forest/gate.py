@@ -113,6 +113,7 @@ MESSAGES: dict[str, str] = {
     "format_unknown": f"unknown format; use one of: {', '.join(FORMATS)}",
     "limit_out_of_range": f"limit must be between 1 and {MAX_LIMIT}",
     "lookup_failed": "the memory lookup failed; run 'memory-forest doctor ROOT'",
+    "io_error": "the disk failed while memory was read; run 'memory-forest doctor ROOT'",
     "interrupted": "the memory lookup was interrupted",
     "internal_error": "the memory lookup failed unexpectedly; run 'memory-forest doctor ROOT'",
 }
@@ -270,6 +271,10 @@ def _code_of(exc: BaseException) -> str:
         if exc.code in _FILE_CODES:
             return "file_unreadable"
         return "lookup_failed"
+    from .errors import as_io_error
+
+    if as_io_error(exc) is not None:  # EIO, a vanished mount, SQLite's disk errors
+        return "io_error"
     return "internal_error"
 
 
