@@ -85,7 +85,9 @@ def test_hostile_frontmatter_is_refused_with_its_line(name: str, yaml_text: str,
     started = time.perf_counter()
     with pytest.raises(FrontmatterError) as caught:
         split_frontmatter(document(yaml_text))
-    assert time.perf_counter() - started < 0.5  # refused at the event, never expanded
+    # Refused at the first event, never expanded: it takes milliseconds. The bound
+    # is loose so a busy machine cannot fail it, and still far below any expansion.
+    assert time.perf_counter() - started < 5.0
     assert caught.value.code == "frontmatter_unsafe"
     assert str(caught.value).startswith(f"line {line}: ")
 
