@@ -170,7 +170,9 @@ def _forest_templates(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("templates")
     operations.init(base / "example", example=True)
     operations.init(base / "empty")
-    return {"example": base / "example", "empty": base / "empty"}
+    shutil.copytree(base / "example", base / "indexed", symlinks=True)
+    operations.index(base / "indexed")
+    return {"example": base / "example", "empty": base / "empty", "indexed": base / "indexed"}
 
 
 def _fresh_copy(template: Path, target: Path) -> Path:
@@ -227,12 +229,9 @@ def raises_code(call, code: str) -> ForestError:
 
 
 @pytest.fixture
-def example(tmp_path: Path) -> Path:
+def example(tmp_path: Path, _forest_templates: dict[str, Path]) -> Path:
     """A fresh, indexed copy of the packaged example forest (safe to modify)."""
-    root = tmp_path / "example"
-    operations.init(root, example=True)
-    operations.index(root)
-    return root
+    return _fresh_copy(_forest_templates["indexed"], tmp_path / "example")
 
 
 @pytest.fixture(scope="module")

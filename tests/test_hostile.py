@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import shutil
 import stat
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_forest import operations, queryplan
+from memory_forest import queryplan
 from memory_forest.errors import ForestError
 from memory_forest.jsonio import MAX_DEPTH, StrictJSONError, check_value, loads_strict
 from memory_forest.writers import plans
@@ -102,17 +101,10 @@ def hostile(*args: Arg, stdin: bytes = b"", json_mode: bool = True) -> Call:
     return call
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("hostile") / "forest"
-    operations.init(root, example=True)
-    operations.index(root)
-    return root
-
-
 @pytest.fixture
-def forest(template, tmp_path) -> Path:
-    return Path(shutil.copytree(template, tmp_path / "forest", symlinks=True))
+def forest(example: Path) -> Path:
+    """A fresh indexed copy of the example forest (conftest's ``example``)."""
+    return example
 
 
 def nested(depth: int) -> str:
@@ -320,8 +312,8 @@ READ_COMMANDS = ["route", "retrieve", "open", "search", "structured-context", "s
 @settings(max_examples=10, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(ARG_TEXT, min_size=1, max_size=4), st.sampled_from(READ_COMMANDS))
-def test_generated_command_lines_keep_the_edge_promises(template, words, command):
-    hostile(command, template, *map(_argv_bytes, words))
+def test_generated_command_lines_keep_the_edge_promises(shared_example, words, command):
+    hostile(command, shared_example, *map(_argv_bytes, words))
 
 
 def _argv_bytes(word: str) -> bytes:
@@ -335,12 +327,12 @@ def _argv_bytes(word: str) -> bytes:
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(ARG_TEXT, min_size=1, max_size=4), st.sampled_from(READ_COMMANDS))
-def test_generated_command_lines_in_process_print_one_stable_object(template, capsys, words,
+def test_generated_command_lines_in_process_print_one_stable_object(shared_example, capsys, words,
                                                                     command):
     """The same edge in process (``entry.main`` is the console script), many more cases."""
     from memory_forest.entry import main
 
-    args = [command, os.fspath(template), *words, "--json"]
+    args = [command, os.fspath(shared_example), *words, "--json"]
     with pytest.raises(SystemExit) as exited:
         main(args)
     out, err = capsys.readouterr()
@@ -516,7 +508,7 @@ def test_a_secret_under_a_credential_key_never_reaches_disk(forest):
 # --- MCP: every request gets an answer --------------------------------------------------------
 
 
-def test_the_mcp_server_answers_requests_its_sdk_cannot_parse(template):
+def test_the_mcp_server_answers_requests_its_sdk_cannot_parse(shared_example):
     pytest.importorskip("mcp")
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -535,7 +527,7 @@ def test_the_mcp_server_answers_requests_its_sdk_cannot_parse(template):
         '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"route",'
         '"arguments":{"query":"kimchi"}}}',
     ]
-    answers = _mcp_exchange(template, lines, want=6)
+    answers = _mcp_exchange(shared_example, lines, want=6)
     for request_id in (2, 3, 5):
         result = answers[request_id]["result"]
         assert result["isError"] is True

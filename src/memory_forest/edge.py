@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .jsonio import is_utf8
+
 
 def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> int:
     """Run one library call, print its outcome, and return the exit code.
@@ -60,7 +62,7 @@ def refuse_undecodable(args: list[str]) -> int | None:
     names the argument (its option, or its position) but never echoes it.
     """
     for position, arg in enumerate(args, start=1):
-        if _is_utf8(arg):
+        if is_utf8(arg):
             continue
         from .envelope import failure
 
@@ -74,19 +76,11 @@ def refuse_undecodable(args: list[str]) -> int | None:
     return None
 
 
-def _is_utf8(arg: str) -> bool:
-    try:
-        arg.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _option_of(args: list[str], position: int) -> str | None:
     """The option whose value argument ``position`` (1-based) is, if any."""
     arg, before = args[position - 1], args[position - 2] if position > 1 else ""
     for candidate in (arg.partition("=")[0], before):
-        if candidate.startswith("--") and _is_utf8(candidate) and candidate != "--":
+        if candidate.startswith("--") and is_utf8(candidate) and candidate != "--":
             return candidate.partition("=")[0]
     return None
 
@@ -107,7 +101,7 @@ def emit(outcome: dict[str, Any], json_mode: bool) -> None:
         from .jsonio import dumps
 
         text = dumps(outcome)
-        if not _is_utf8(text):  # a path with non-UTF-8 bytes: escape it rather than crash
+        if not is_utf8(text):  # a path with non-UTF-8 bytes: escape it rather than crash
             import json
 
             text = json.dumps(outcome, sort_keys=True, separators=(",", ":"))

@@ -288,7 +288,7 @@ def _quarantine_rows(snap, checked) -> list[tuple[str | bytes, int, int, str]]:
     """
     import json
 
-    from .jsonio import dumps
+    from .jsonio import dumps, is_utf8
 
     problems = checked.by_path()
     rows: list[tuple[str | bytes, int, int, str]] = []
@@ -297,20 +297,12 @@ def _quarantine_rows(snap, checked) -> list[tuple[str | bytes, int, int, str]]:
             continue
         issues = [issue.to_dict() for issue in problems[path]]
         entry = snap.entries[path]
-        if _is_text(path):
+        if is_utf8(path):
             rows.append((path, entry.size, entry.mtime_ns, dumps(issues)))
         else:
             rows.append((os.fsencode(path), entry.size, entry.mtime_ns,
                          json.dumps(issues, sort_keys=True, separators=(",", ":"))))
     return rows
-
-
-def _is_text(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _write_quarantine(con: sqlite3.Connection, held: list[tuple[str, int, int, str]]) -> None:

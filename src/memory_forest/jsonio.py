@@ -42,7 +42,7 @@ def loads_strict(text: str | bytes) -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise StrictJSONError("syntax", "not UTF-8") from None
-    if not _encodable(text):
+    if not is_utf8(text):
         raise StrictJSONError("lone_surrogate", "text holds a lone surrogate")
     _check_depth(text)
     try:
@@ -56,7 +56,7 @@ def loads_strict(text: str | bytes) -> Any:
         raise
     except (ValueError, RecursionError) as exc:
         raise StrictJSONError("syntax", str(exc).split(":")[0]) from None
-    if _SURROGATE_ESCAPE.search(text) and not _encodable(dumps(data)):
+    if _SURROGATE_ESCAPE.search(text) and not is_utf8(dumps(data)):
         raise StrictJSONError("lone_surrogate", "a \\u escape gives a lone surrogate")
     return data
 
@@ -67,7 +67,7 @@ def check_value(value: Any) -> None:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
-            if not _encodable(item):
+            if not is_utf8(item):
                 raise StrictJSONError("lone_surrogate", "a string holds a lone surrogate")
             continue
         if not isinstance(item, dict | list):
@@ -93,7 +93,9 @@ def _check_depth(text: str) -> None:
             depth -= 1
 
 
-def _encodable(text: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8: false for lone surrogates, such as the escapes
+    Python gives undecodable bytes in file names and command-line arguments."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

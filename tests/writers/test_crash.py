@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -43,17 +42,10 @@ def cli(*args, crash: str | None = None, **env_vars: str) -> subprocess.Complete
                           capture_output=True, text=True, env=env, timeout=60)
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("crash") / "forest"
-    operations.init(root, example=True)
-    operations.index(root)
-    return root
-
-
 @pytest.fixture
-def forest(template, tmp_path) -> Path:
-    return Path(shutil.copytree(template, tmp_path / "forest", symlinks=True))
+def forest(example: Path) -> Path:
+    """A fresh indexed copy of the example forest (conftest's ``example``)."""
+    return example
 
 
 def writer_args(root: Path, tmp_path: Path, kind: str) -> list:
