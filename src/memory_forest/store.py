@@ -1,0 +1,132 @@
+"""The index store's queries: every read of a built index, with named rows.
+
+``index.py`` owns the schema and the builds that write it; everything that
+reads it (retrieval, the writers' view of the forest, ``maintain``'s check)
+asks here, so the SQL and the column order live in one place and callers
+read rows by name.
+
+Kept light on purpose: retrieval imports it on every agent turn, so it
+imports only sqlite3 and typing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import NamedTuple
+
+# BM25 column weights over the ``terms`` table (title, body, path words): a title word
+# says more about a document than a body word. Tuned with the ranking (docs/benchmarks.md).
+_BM25 = "bm25(terms, 2.0, 1.0, 1.0)"
+
+
+class Node(NamedTuple):
+    """One document's index row, as retrieval reads it."""
+
+    rowid: int
+    path: str
+    layer: str
+    layer_number: int
+    title: str
+    doc_id: str | None
+    status: str | None
+    sha256: str
+    size: int
+    mtime_ns: int
+    parent_path: str | None
+
+
+_SELECT_NODE = ", ".join(f"d.{column}" for column in Node._fields)
+
+
+# --- retrieval ------------------------------------------------------------------------------
+
+
+def ranked(con: sqlite3.Connection, match: str, window: int) -> list[tuple[Node, float]]:
+    """The best ``window`` documents for a MATCH expression, with their raw BM25 (lower is better).
+
+    FTS5 ranks fastest on its own (``ORDER BY`` score ``LIMIT`` without a
+    join), so the ranking runs in a subquery and only its rows are joined.
+    """
+    rows = con.execute(
+        f"SELECT {_SELECT_NODE}, ranked.score FROM (SELECT rowid, {_BM25} AS score "
+        "FROM terms WHERE terms MATCH ? ORDER BY score LIMIT ?) AS ranked "
+        "JOIN docs d ON d.rowid = ranked.rowid",
+        (match, window),
+    ).fetchall()
+    return [(Node._make(row[:-1]), row[-1]) for row in rows]
+
+
+def scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]:
+    """(rowid, raw BM25) of every document matching an expression: no ranking, no join."""
+    return con.execute(f"SELECT rowid, {_BM25} FROM terms WHERE terms MATCH ?",
+                       (expression,)).fetchall()
+
+
+def nodes(con: sqlite3.Connection, paths: list[str]) -> list[Node]:
+    """The rows of these paths; a path with no row is left out."""
+    if not paths:
+        return []
+    marks = ",".join("?" * len(paths))
+    rows = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path IN ({marks})", paths)
+    return [Node._make(row) for row in rows]
+
+
+def doc_by_path(con: sqlite3.Connection, path: str) -> Node | None:
+    row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?", (path,)).fetchone()
+    return None if row is None else Node._make(row)
+
+
+def doc_by_id(con: sqlite3.Connection, doc_id: str) -> Node | None:
+    """The document with this id; the first by path if a broken forest holds it twice."""
+    row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.doc_id = ? "
+                      "ORDER BY d.path LIMIT 1", (doc_id,)).fetchone()
+    return None if row is None else Node._make(row)
+
+
+def document_count(con: sqlite3.Connection) -> int:
+    return con.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+
+def matches_beyond(con: sqlite3.Connection, term: str, cutoff: int) -> bool:
+    """Whether more than ``cutoff`` documents hold a term; counting stops at the cut-off."""
+    sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
+    return con.execute(sql, (f'"{term}"', cutoff + 1)).fetchone()[0] > cutoff
+
+
+def database_file(con: sqlite3.Connection) -> str:
+    """The file behind the connection's main database."""
+    return con.execute("PRAGMA database_list").fetchone()[2]
+
+
+def token_counts(con: sqlite3.Connection, words: list[str]) -> list[tuple[int, int]]:
+    """(position in ``words``, documents holding its rarest token) for each word with a token.
+
+    The words are tokenized by SQLite itself (a TEMP FTS5 table with the
+    index's tokenizer), so folding and stemming match the index exactly; the
+    counts come from ``fts5vocab`` over the index. Only the connection's TEMP
+    schema is written: the index stays read-only.
+    """
+    _create_vocabulary_tables(con)
+    try:
+        con.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)",
+                        enumerate(words))
+        return con.execute("SELECT q.doc, min(coalesce(v.doc, 0)) FROM temp.query_tokens q "
+                           "LEFT JOIN temp.index_vocab v ON v.term = q.term GROUP BY q.doc"
+                           ).fetchall()
+    finally:
+        con.execute("DELETE FROM temp.query_words")
+
+
+def _create_vocabulary_tables(con: sqlite3.Connection) -> None:
+    """The TEMP tables ``token_counts`` uses, once per connection."""
+    from .text import TOKENIZER
+
+    if con.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'query_words'").fetchone():
+        return
+    # Set before any TEMP table exists (changing it drops them): a few pages, no temp file.
+    con.execute("PRAGMA temp_store = MEMORY")
+    con.execute("CREATE VIRTUAL TABLE temp.index_vocab USING fts5vocab(main, terms, row)")
+    con.execute(f'CREATE VIRTUAL TABLE temp.query_words USING fts5(word, '
+                f'tokenize = "{TOKENIZER}")')
+    con.execute("CREATE VIRTUAL TABLE temp.query_tokens "
+                "USING fts5vocab(temp, query_words, instance)")
