@@ -130,3 +130,61 @@ def _create_vocabulary_tables(con: sqlite3.Connection) -> None:
                 f'tokenize = "{TOKENIZER}")')
     con.execute("CREATE VIRTUAL TABLE temp.query_tokens "
                 "USING fts5vocab(temp, query_words, instance)")
+
+
+# --- the writers' view and the index check --------------------------------------------------
+
+
+class FileRow(NamedTuple):
+    """What the index knows of one file's bytes: enough to trust it without reading it."""
+
+    sha256: str
+    size: int
+    mtime_ns: int
+
+
+def layer_files(con: sqlite3.Connection, layer_number: int) -> dict[str, FileRow]:
+    """Every indexed file of one layer, by path."""
+    rows = con.execute("SELECT path, sha256, size, mtime_ns FROM docs WHERE layer_number = ?",
+                       (layer_number,))
+    return {path: FileRow(sha256, size, mtime_ns) for path, sha256, size, mtime_ns in rows}
+
+
+def digests(con: sqlite3.Connection) -> dict[str, str]:
+    """sha256 of every indexed file, by path."""
+    return dict(con.execute("SELECT path, sha256 FROM docs"))
+
+
+def totals(con: sqlite3.Connection) -> tuple[int, int]:
+    """How many files the index holds and their bytes together."""
+    files, size = con.execute("SELECT count(*), coalesce(sum(size), 0) FROM docs").fetchone()
+    return files, size
+
+
+def paths_with_ids(con: sqlite3.Connection, ids: set[str]) -> dict[str, list[str]]:
+    """The paths holding each of these ids (an id held by no file is left out)."""
+    found: dict[str, list[str]] = {}
+    items = sorted(ids)
+    for start in range(0, len(items), 500):  # below SQLite's bound on parameters
+        chunk = items[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for doc_id, path in con.execute(
+                f"SELECT doc_id, path FROM docs WHERE doc_id IN ({marks})", chunk):
+            found.setdefault(doc_id, []).append(path)
+    return found
+
+
+def holders(con: sqlite3.Connection, layer_number: int, json_path: str,
+            values: set[str]) -> list[tuple[str, str]]:
+    """(path, value) for each file of a layer whose facts list one of these values at ``json_path``.
+
+    One pass of SQLite's JSON functions over the layer's rows; the values go
+    to a TEMP table, so any number of them costs one statement.
+    """
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (value TEXT PRIMARY KEY)")
+    con.execute("DELETE FROM wanted")
+    con.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", [(v,) for v in values])
+    return con.execute(
+        f"SELECT d.path, j.value FROM docs d, json_each(d.facts, '{json_path}') j "
+        "WHERE d.layer_number = ? AND j.value IN (SELECT value FROM wanted)",
+        (layer_number,)).fetchall()
