@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import store
 from .errors import ForestError
 from .layers import STATE_DIR
 from .safety import FILE_MODE, Entry, mkdir_private
@@ -98,11 +99,7 @@ def connect(root: Path) -> sqlite3.Connection:
 
 
 def _check_schema(con: sqlite3.Connection) -> None:
-    try:
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.OperationalError:
-        row = None
-    found = row[0] if row else None
+    found = store.schema_version(con)
     if found != str(INDEX_SCHEMA_VERSION):
         raise ForestError(
             "index_schema_mismatch",
@@ -119,42 +116,6 @@ def _refuse_symlinks(root: Path, path: Path) -> None:
                               {"path": os.path.relpath(candidate, root)})
 
 
-def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]:
-    """Parse results, rowids and routes of every indexed file.
-
-    Routes are rebuilt from the stored columns: the paths were validated when
-    they were indexed, and re-parsing 100,000 of them would cost seconds.
-    """
-    from .documents import Facts
-    from .layers import BY_DIR
-    from .routes import Route
-
-    rows = con.execute("SELECT path, facts, rowid, layer, tree, branch, leaf FROM docs")
-    stored = {}
-    for path, facts, rowid, layer, tree, branch, leaf in rows:
-        named = tree is None and layer != "01 xltm"  # life archive, daily, istm: a file name
-        name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if named else None
-        stored[path] = (Facts.loads(facts), rowid,
-                        Route(path, BY_DIR[layer], tree, branch, leaf, name))
-    return stored
-
-
-def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
-    """Path, size, mtime and problems (JSON) of every file the last build left out."""
-    try:
-        rows = con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
-                           " ORDER BY path").fetchall()
-    except sqlite3.OperationalError:  # built before the table existed: nothing recorded
-        return []
-    return [(os.fsdecode(path) if isinstance(path, bytes) else path, *rest)
-            for path, *rest in rows]
-
-
-def built_at_ns(con: sqlite3.Connection) -> int:
-    row = con.execute("SELECT value FROM meta WHERE key = 'built_at_ns'").fetchone()
-    return int(row[0]) if row else 0
-
-
 def state(root: Path) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
     from .config import load_config
@@ -168,7 +129,7 @@ def state(root: Path) -> dict[str, Any]:
         return {"state": "invalid", "code": exc.code}
     with con:
         indexed = {p: (s, m) for p, s, m in con.execute("SELECT path, size, mtime_ns FROM docs")}
-        held = {path: (size, mtime) for path, size, mtime, _ in quarantined(con)}
+        held = {path: (size, mtime) for path, size, mtime, _ in store.quarantined(con)}
     con.close()
     listing = walk(root, load_config(root).limits)
     on_disk = {e.path: (e.size, e.mtime_ns) for e in listing.files
@@ -230,9 +191,9 @@ def load_previous(root: Path, full: bool = False) -> Previous:
             raise
         return Previous(rebuilt=_REBUILDABLE[exc.code])
     try:
-        if _reader_version(con) != READER_VERSION:
+        if store.reader_version(con) != READER_VERSION:
             return Previous(rebuilt="reader_changed")
-        return Previous(stored_facts(con), built_at_ns(con))
+        return Previous(store.stored_facts(con), store.built_at_ns(con))
     except sqlite3.DatabaseError:
         return Previous(rebuilt="index_corrupt")
     finally:
@@ -420,11 +381,6 @@ def _set_built(con: sqlite3.Connection, now_ns: int) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('built_at_ns', ?)", (str(now_ns),))
     con.execute("INSERT OR REPLACE INTO meta VALUES ('reader_version', ?)",
                 (str(READER_VERSION),))
-
-
-def _reader_version(con: sqlite3.Connection) -> str | None:
-    row = con.execute("SELECT value FROM meta WHERE key = 'reader_version'").fetchone()
-    return row[0] if row else None
 
 
 def _fsync(path: Path) -> None:

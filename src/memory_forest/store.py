@@ -11,10 +11,15 @@ imports only sqlite3 and typing.
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-# BM25 column weights over the ``terms`` table (title, body, path words): a title word
+if TYPE_CHECKING:
+    from .documents import Facts
+    from .routes import Route
+
+# BM25 column weights over the ``terms`` table (title, path words, body): a title word
 # says more about a document than a body word. Tuned with the ranking (docs/benchmarks.md).
 _BM25 = "bm25(terms, 2.0, 1.0, 1.0)"
 
@@ -188,3 +193,59 @@ def holders(con: sqlite3.Connection, layer_number: int, json_path: str,
         f"SELECT d.path, j.value FROM docs d, json_each(d.facts, '{json_path}') j "
         "WHERE d.layer_number = ? AND j.value IN (SELECT value FROM wanted)",
         (layer_number,)).fetchall()
+
+
+# --- what the index says about itself, and what a build reuses ------------------------------
+
+
+def schema_version(con: sqlite3.Connection) -> str | None:
+    """The schema the index was built with; None for a file that is not our index."""
+    try:
+        return _meta(con, "schema_version")
+    except sqlite3.OperationalError:
+        return None
+
+
+def reader_version(con: sqlite3.Connection) -> str | None:
+    return _meta(con, "reader_version")
+
+
+def built_at_ns(con: sqlite3.Connection) -> int:
+    built = _meta(con, "built_at_ns")
+    return int(built) if built else 0
+
+
+def _meta(con: sqlite3.Connection, key: str) -> str | None:
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]:
+    """Parse results, rowids and routes of every indexed file.
+
+    Routes are rebuilt from the stored columns: the paths were validated when
+    they were indexed, and re-parsing 100,000 of them would cost seconds.
+    """
+    from .documents import Facts
+    from .layers import BY_DIR
+    from .routes import Route
+
+    rows = con.execute("SELECT path, facts, rowid, layer, tree, branch, leaf FROM docs")
+    stored = {}
+    for path, facts, rowid, layer, tree, branch, leaf in rows:
+        named = tree is None and layer != "01 xltm"  # life archive, daily, istm: a file name
+        name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if named else None
+        stored[path] = (Facts.loads(facts), rowid,
+                        Route(path, BY_DIR[layer], tree, branch, leaf, name))
+    return stored
+
+
+def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
+    """Path, size, mtime and problems (JSON) of every file the last build left out."""
+    try:
+        rows = con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
+                           " ORDER BY path").fetchall()
+    except sqlite3.OperationalError:  # built before the table existed: nothing recorded
+        return []
+    return [(os.fsdecode(path) if isinstance(path, bytes) else path, *rest)
+            for path, *rest in rows]

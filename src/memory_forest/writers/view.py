@@ -39,7 +39,7 @@ class View:
         self.config = config or load_config(root)
         self.max_bytes = self.config.limits["max_file_bytes"]
         self.con: sqlite3.Connection | None = index.connect(root)
-        self.built_at = index.built_at_ns(self.con)
+        self.built_at = store.built_at_ns(self.con)
         self._bytes: dict[str, bytes | None] = {}
         self._facts: dict[str, Facts | None] = {}
         self.stale: dict[str, Facts | None] = {}  # re-checked files that differ from the index
