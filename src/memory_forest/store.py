@@ -1,12 +1,13 @@
-"""The index store's queries: every read of a built index, with named rows.
+"""The index store: every SQL statement run against the index, with named rows.
 
-``index.py`` owns the schema and the builds that write it; everything that
-reads it (retrieval, the writers' view of the forest, ``maintain``'s check)
-asks here, so the SQL and the column order live in one place and callers
-read rows by name.
+The schema, the statements a build writes with, and every read of a built
+index (retrieval, the writers' view of the forest, ``state``, ``maintain``'s
+check) live here, so the column order is written once and callers read rows
+by name. ``index.py`` decides what a build changes and when; this module
+only says how that is spelled in SQL.
 
 Kept light on purpose: retrieval imports it on every agent turn, so it
-imports only sqlite3 and typing.
+imports only os, sqlite3 and typing.
 """
 
 from __future__ import annotations
@@ -18,6 +19,38 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from .documents import Facts
     from .routes import Route
+
+# The layout of the index file. Bump the version when it changes: an index of another
+# version is rebuilt, never read.
+INDEX_SCHEMA_VERSION = 4
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE docs (
+    rowid INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    layer TEXT NOT NULL,
+    layer_number INTEGER NOT NULL,
+    tree TEXT, branch TEXT, leaf TEXT,
+    parent_path TEXT,
+    doc_id TEXT,
+    title TEXT NOT NULL,
+    status TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    facts TEXT NOT NULL
+);
+CREATE INDEX docs_layer ON docs(layer_number);
+CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{tokenizer}");
+INSERT INTO meta VALUES ('schema_version', '{version}');
+"""
+_QUARANTINE = """
+CREATE TABLE IF NOT EXISTS quarantine (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    problems TEXT NOT NULL
+)"""
 
 # BM25 column weights over the ``terms`` table (title, path words, body): a title word
 # says more about a document than a body word. Tuned with the ranking (docs/benchmarks.md).
@@ -155,6 +188,27 @@ def layer_files(con: sqlite3.Connection, layer_number: int) -> dict[str, FileRow
     return {path: FileRow(sha256, size, mtime_ns) for path, sha256, size, mtime_ns in rows}
 
 
+class StoredFile(NamedTuple):
+    """An indexed file's row id and what the index knows of its bytes."""
+
+    rowid: int
+    sha256: str
+    size: int
+    mtime_ns: int
+
+
+def file_row(con: sqlite3.Connection, path: str) -> StoredFile | None:
+    row = con.execute("SELECT rowid, sha256, size, mtime_ns FROM docs WHERE path = ?",
+                      (path,)).fetchone()
+    return None if row is None else StoredFile._make(row)
+
+
+def sizes_and_mtimes(con: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """(size, mtime_ns) of every indexed file, by path: what ``state`` compares with the disk."""
+    return {path: (size, mtime) for path, size, mtime in
+            con.execute("SELECT path, size, mtime_ns FROM docs")}
+
+
 def digests(con: sqlite3.Connection) -> dict[str, str]:
     """sha256 of every indexed file, by path."""
     return dict(con.execute("SELECT path, sha256 FROM docs"))
@@ -249,3 +303,72 @@ def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
         return []
     return [(os.fsdecode(path) if isinstance(path, bytes) else path, *rest)
             for path, *rest in rows]
+
+
+# --- writing (only index.py's builds call these) --------------------------------------------
+
+
+def create(con: sqlite3.Connection) -> None:
+    """Lay out a new, empty index in a private temp file, tuned for one bulk load."""
+    from .text import TOKENIZER
+
+    # A private temp file: the rename that publishes it is the commit, so no journal is needed.
+    con.execute("PRAGMA journal_mode = OFF")
+    con.execute("PRAGMA synchronous = OFF")
+    # Up to 256 MiB of page cache, so FTS5's segment merges stay in memory.
+    con.execute("PRAGMA cache_size = -262144")
+    con.executescript(_SCHEMA.format(tokenizer=TOKENIZER, version=INDEX_SCHEMA_VERSION))
+
+
+def end_bulk_load(con: sqlite3.Connection) -> None:
+    """Back to a journaled file, as incremental builds need it."""
+    con.execute("PRAGMA journal_mode = DELETE")
+
+
+def insert(con: sqlite3.Connection, route: Route, facts: Facts,
+           texts: tuple[str, str, str]) -> None:
+    """One document's row and its full-text row; ``texts`` are title, path words and body."""
+    cursor = con.execute(
+        "INSERT INTO docs (path, layer, layer_number, tree, branch, leaf, parent_path, doc_id,"
+        " title, status, sha256, size, mtime_ns, facts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (route.path, route.layer.dirname, route.layer.number, route.tree, route.branch,
+         route.leaf, route.parent_path, facts.id, facts.title, facts.status, facts.sha256,
+         facts.size, facts.mtime_ns, facts.dumps()),
+    )
+    con.execute("INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)",
+                (cursor.lastrowid, *texts))
+
+
+def refresh(con: sqlite3.Connection, rowid: int, facts: Facts) -> None:
+    """Same bytes, new mtime: new metadata, the full-text row kept."""
+    con.execute("UPDATE docs SET mtime_ns = ?, facts = ? WHERE rowid = ?",
+                (facts.mtime_ns, facts.dumps(), rowid))
+
+
+def delete(con: sqlite3.Connection, rowid: int) -> None:
+    con.execute("DELETE FROM terms WHERE rowid = ?", (rowid,))
+    con.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+
+
+def ensure_quarantine(con: sqlite3.Connection) -> None:
+    """The quarantine table, in an index built before it existed too."""
+    con.execute(_QUARANTINE)
+
+
+def release(con: sqlite3.Connection, path: str) -> None:
+    """Forget a file's quarantine entry: it is about to be re-checked."""
+    con.execute("DELETE FROM quarantine WHERE path = ?", (path,))
+
+
+def write_quarantine(con: sqlite3.Connection, held: list[tuple[str | bytes, int, int, str]]
+                     ) -> None:
+    """Replace the whole quarantine with ``held``."""
+    ensure_quarantine(con)
+    con.execute("DELETE FROM quarantine")
+    con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?)", held)
+
+
+def set_built(con: sqlite3.Connection, now_ns: int, reader: str) -> None:
+    """When the index was built and under which reading rules."""
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('built_at_ns', ?)", (str(now_ns),))
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('reader_version', ?)", (reader,))
