@@ -372,3 +372,17 @@ def set_built(con: sqlite3.Connection, now_ns: int, reader: str) -> None:
     """When the index was built and under which reading rules."""
     con.execute("INSERT OR REPLACE INTO meta VALUES ('built_at_ns', ?)", (str(now_ns),))
     con.execute("INSERT OR REPLACE INTO meta VALUES ('reader_version', ?)", (reader,))
+
+
+def sqlite_features() -> dict[str, bool]:
+    """Which full-text features this Python's SQLite has, probed in a scratch database."""
+    features = {}
+    con = sqlite3.connect(":memory:")
+    for name, tokenizer in (("fts5", "unicode61"), ("fts5_trigram", "trigram")):
+        try:
+            con.execute(f"CREATE VIRTUAL TABLE t_{name} USING fts5(x, tokenize='{tokenizer}')")
+            features[name] = True
+        except sqlite3.OperationalError:
+            features[name] = False
+    con.close()
+    return features
