@@ -23,18 +23,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import store
 from .errors import ForestError
 from .layers import STATE_DIR
 from .safety import FILE_MODE, Entry, mkdir_private
+from .store import INDEX_SCHEMA_VERSION
 from .testhooks import crash_point
-from .text import TOKENIZER
 
 if TYPE_CHECKING:
     from .documents import Facts
     from .routes import Route
 
 INDEX_NAME = "index.sqlite3"
-INDEX_SCHEMA_VERSION = 4
 # How files are read into facts. Facts cached by an index built under other reading rules
 # (a frontmatter the old rules accepted may be refused now) are not reused: the next
 # incremental build starts over. Bump it when documents.py reads a file differently.
@@ -42,36 +42,6 @@ READER_VERSION = "2"
 # A file modified within this window of the last build may have changed
 # without its mtime moving (coarse timestamps); such files are re-hashed.
 RACY_WINDOW_NS = 2_000_000_000
-
-_SCHEMA = f"""
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE docs (
-    rowid INTEGER PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    layer TEXT NOT NULL,
-    layer_number INTEGER NOT NULL,
-    tree TEXT, branch TEXT, leaf TEXT,
-    parent_path TEXT,
-    doc_id TEXT,
-    title TEXT NOT NULL,
-    status TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    facts TEXT NOT NULL
-);
-CREATE INDEX docs_layer ON docs(layer_number);
-CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{TOKENIZER}");
-INSERT INTO meta VALUES ('schema_version', '{INDEX_SCHEMA_VERSION}');
-"""
-_QUARANTINE = """
-CREATE TABLE IF NOT EXISTS quarantine (
-    path TEXT PRIMARY KEY,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    problems TEXT NOT NULL
-)"""
-
 
 def index_path(root: Path) -> Path:
     return root / STATE_DIR / INDEX_NAME
@@ -98,11 +68,7 @@ def connect(root: Path) -> sqlite3.Connection:
 
 
 def _check_schema(con: sqlite3.Connection) -> None:
-    try:
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.OperationalError:
-        row = None
-    found = row[0] if row else None
+    found = store.schema_version(con)
     if found != str(INDEX_SCHEMA_VERSION):
         raise ForestError(
             "index_schema_mismatch",
@@ -119,42 +85,6 @@ def _refuse_symlinks(root: Path, path: Path) -> None:
                               {"path": os.path.relpath(candidate, root)})
 
 
-def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]:
-    """Parse results, rowids and routes of every indexed file.
-
-    Routes are rebuilt from the stored columns: the paths were validated when
-    they were indexed, and re-parsing 100,000 of them would cost seconds.
-    """
-    from .documents import Facts
-    from .layers import BY_DIR
-    from .routes import Route
-
-    rows = con.execute("SELECT path, facts, rowid, layer, tree, branch, leaf FROM docs")
-    stored = {}
-    for path, facts, rowid, layer, tree, branch, leaf in rows:
-        named = tree is None and layer != "01 xltm"  # life archive, daily, istm: a file name
-        name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if named else None
-        stored[path] = (Facts.loads(facts), rowid,
-                        Route(path, BY_DIR[layer], tree, branch, leaf, name))
-    return stored
-
-
-def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
-    """Path, size, mtime and problems (JSON) of every file the last build left out."""
-    try:
-        rows = con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
-                           " ORDER BY path").fetchall()
-    except sqlite3.OperationalError:  # built before the table existed: nothing recorded
-        return []
-    return [(os.fsdecode(path) if isinstance(path, bytes) else path, *rest)
-            for path, *rest in rows]
-
-
-def built_at_ns(con: sqlite3.Connection) -> int:
-    row = con.execute("SELECT value FROM meta WHERE key = 'built_at_ns'").fetchone()
-    return int(row[0]) if row else 0
-
-
 def state(root: Path) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
     from .config import load_config
@@ -167,8 +97,8 @@ def state(root: Path) -> dict[str, Any]:
     except ForestError as exc:
         return {"state": "invalid", "code": exc.code}
     with con:
-        indexed = {p: (s, m) for p, s, m in con.execute("SELECT path, size, mtime_ns FROM docs")}
-        held = {path: (size, mtime) for path, size, mtime, _ in quarantined(con)}
+        indexed = store.sizes_and_mtimes(con)
+        held = {path: (size, mtime) for path, size, mtime, _ in store.quarantined(con)}
     con.close()
     listing = walk(root, load_config(root).limits)
     on_disk = {e.path: (e.size, e.mtime_ns) for e in listing.files
@@ -230,9 +160,9 @@ def load_previous(root: Path, full: bool = False) -> Previous:
             raise
         return Previous(rebuilt=_REBUILDABLE[exc.code])
     try:
-        if _reader_version(con) != READER_VERSION:
+        if store.reader_version(con) != READER_VERSION:
             return Previous(rebuilt="reader_changed")
-        return Previous(stored_facts(con), built_at_ns(con))
+        return Previous(store.stored_facts(con), store.built_at_ns(con))
     except sqlite3.DatabaseError:
         return Previous(rebuilt="index_corrupt")
     finally:
@@ -305,12 +235,6 @@ def _quarantine_rows(snap, checked) -> list[tuple[str | bytes, int, int, str]]:
     return rows
 
 
-def _write_quarantine(con: sqlite3.Connection, held: list[tuple[str, int, int, str]]) -> None:
-    con.execute(_QUARANTINE)
-    con.execute("DELETE FROM quarantine")
-    con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?)", held)
-
-
 def _rebuild(root: Path, path: Path, snap, docs: dict, held: list, now_ns: int,
              progress: Progress | None) -> dict:
     state_dir = root / STATE_DIR
@@ -322,22 +246,17 @@ def _rebuild(root: Path, path: Path, snap, docs: dict, held: list, now_ns: int,
     try:
         con = sqlite3.connect(tmp)
         try:
-            # A private temp file: the rename below is the commit, so no journal is needed.
-            con.execute("PRAGMA journal_mode = OFF")
-            con.execute("PRAGMA synchronous = OFF")
-            # Up to 256 MiB of page cache, so FTS5's segment merges stay in memory.
-            con.execute("PRAGMA cache_size = -262144")
-            con.executescript(_SCHEMA)
+            store.create(con)
             with con:
                 paths = sorted(docs)
                 for number, doc_path in enumerate(paths, start=1):
                     _insert(con, snap, doc_path)
                     if progress and number % 500 == 0:
                         progress(number, len(paths))
-                _write_quarantine(con, held)
-                _set_built(con, now_ns)
+                store.write_quarantine(con, held)
+                store.set_built(con, now_ns, READER_VERSION)
                 crash_point("indexing")
-            con.execute("PRAGMA journal_mode = DELETE")
+            store.end_bulk_load(con)
         finally:
             con.close()
         _fsync(tmp)
@@ -357,7 +276,7 @@ def _apply_incremental(path: Path, snap, docs: dict, held: list, previous, now_n
         with con:
             # Gone from disk or quarantined since: either way the row goes.
             for doc_path in sorted(set(previous) - set(docs)):
-                _delete(con, previous[doc_path][1])
+                store.delete(con, previous[doc_path][1])
                 deleted += 1
             for doc_path, facts in sorted(docs.items()):
                 old = previous.get(doc_path)
@@ -366,18 +285,17 @@ def _apply_incremental(path: Path, snap, docs: dict, held: list, previous, now_n
                     continue
                 if old is not None and old[0].sha256 == facts.sha256:
                     # Same bytes, new mtime: refresh metadata, keep the full-text row.
-                    con.execute("UPDATE docs SET mtime_ns = ?, facts = ? WHERE rowid = ?",
-                                (facts.mtime_ns, facts.dumps(), old[1]))
+                    store.refresh(con, old[1], facts)
                     unchanged += 1
                     continue
                 if old is not None:
-                    _delete(con, old[1])
+                    store.delete(con, old[1])
                     changed += 1
                 else:
                     added += 1
                 _insert(con, snap, doc_path)
-            _write_quarantine(con, held)
-            _set_built(con, now_ns)
+            store.write_quarantine(con, held)
+            store.set_built(con, now_ns, READER_VERSION)
             crash_point("indexing")  # a signal here rolls the whole update back
     finally:
         con.close()
@@ -389,19 +307,8 @@ def _insert(con: sqlite3.Connection, snap, doc_path: str) -> None:
 
     facts = snap.facts[doc_path]
     route = snap.routes[doc_path]
-    cursor = con.execute(
-        "INSERT INTO docs (path, layer, layer_number, tree, branch, leaf, parent_path, doc_id,"
-        " title, status, sha256, size, mtime_ns, facts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (doc_path, route.layer.dirname, route.layer.number, route.tree, route.branch,
-         route.leaf, route.parent_path, facts.id, facts.title, facts.status, facts.sha256,
-         facts.size, facts.mtime_ns, facts.dumps()),
-    )
-    body = snap.texts.get(doc_path, "")
-    con.execute(
-        "INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)",
-        (cursor.lastrowid, index_text(facts.title), index_text(_path_words(route)),
-         index_text(body)),
-    )
+    store.insert(con, route, facts, (index_text(facts.title), index_text(_path_words(route)),
+                                     index_text(snap.texts.get(doc_path, ""))))
 
 
 def _path_words(route) -> str:
@@ -409,22 +316,6 @@ def _path_words(route) -> str:
     which every document shares and which would only swell the index)."""
     parts = (route.tree, route.branch, route.leaf, route.name)
     return " ".join(part for part in parts if part) or route.path.rsplit("/", 1)[-1][:-3]
-
-
-def _delete(con: sqlite3.Connection, rowid: int) -> None:
-    con.execute("DELETE FROM terms WHERE rowid = ?", (rowid,))
-    con.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
-
-
-def _set_built(con: sqlite3.Connection, now_ns: int) -> None:
-    con.execute("INSERT OR REPLACE INTO meta VALUES ('built_at_ns', ?)", (str(now_ns),))
-    con.execute("INSERT OR REPLACE INTO meta VALUES ('reader_version', ?)",
-                (str(READER_VERSION),))
-
-
-def _reader_version(con: sqlite3.Connection) -> str | None:
-    row = con.execute("SELECT value FROM meta WHERE key = 'reader_version'").fetchone()
-    return row[0] if row else None
 
 
 def _fsync(path: Path) -> None:
@@ -472,23 +363,22 @@ def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
     con = sqlite3.connect(index_path(root))
     try:
         with con:
-            con.execute(_QUARANTINE)
+            store.ensure_quarantine(con)
             for rel in [*absent, *snap.facts]:
-                con.execute("DELETE FROM quarantine WHERE path = ?", (rel,))
-                row = con.execute("SELECT rowid, sha256, size, mtime_ns FROM docs WHERE path = ?",
-                                  (rel,)).fetchone()
+                store.release(con, rel)
+                row = store.file_row(con, rel)
                 facts = snap.facts.get(rel)
                 if facts is None:
                     if row is not None:
-                        _delete(con, row[0])
+                        store.delete(con, row.rowid)
                         counts["deleted"] += 1
                     continue
-                if row is not None and tuple(row[1:]) == (facts.sha256, facts.size,
-                                                          facts.mtime_ns):
+                if row is not None and (row.sha256, row.size, row.mtime_ns) == (
+                        facts.sha256, facts.size, facts.mtime_ns):
                     counts["unchanged"] += 1
                     continue
                 if row is not None:
-                    _delete(con, row[0])
+                    store.delete(con, row.rowid)
                 counts["changed" if row is not None else "added"] += 1
                 _insert(con, snap, rel)
     finally:

@@ -160,12 +160,12 @@ def _verify(root: Path, snap, expected: set[str], verify_all: bool
 
     ``expected`` are the paths that should have rows: the documents not quarantined.
     """
-    from . import index
+    from . import index, store
     from .safety import read_regular
 
     con = index.connect(root)
     with con:
-        indexed = dict(con.execute("SELECT path, sha256 FROM docs"))
+        indexed = store.digests(con)
     con.close()
     mismatched = sorted(set(indexed) ^ expected)
     paths = sorted(set(indexed) & expected)

@@ -181,7 +181,7 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0,
     import platform
     import sqlite3
 
-    from . import __version__
+    from . import __version__, store
     from . import lock as locking
     from .config import load_config
     from .errors import usage_error
@@ -202,7 +202,7 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0,
             "python": platform.python_version(),
             "sqlite": sqlite3.sqlite_version,
         },
-        "sqlite_features": _sqlite_features(),
+        "sqlite_features": store.sqlite_features(),
         "network_required": False,
     })
     try:
@@ -360,21 +360,6 @@ def _journal_state(root: Path) -> dict[str, Any]:
         return journal.describe(root)
     except ForestError as exc:
         return {"state": "invalid", "code": exc.code}
-
-
-def _sqlite_features() -> dict[str, bool]:
-    import sqlite3
-
-    features = {}
-    con = sqlite3.connect(":memory:")
-    for name, tokenizer in (("fts5", "unicode61"), ("fts5_trigram", "trigram")):
-        try:
-            con.execute(f"CREATE VIRTUAL TABLE t_{name} USING fts5(x, tokenize='{tokenizer}')")
-            features[name] = True
-        except sqlite3.OperationalError:
-            features[name] = False
-    con.close()
-    return features
 
 
 def _index_state(root: Path) -> dict[str, Any]:

@@ -18,8 +18,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from . import store
 from .errors import ForestError, usage_error
 from .layers import layer_for
+from .store import Node
 from .text import query_terms
 
 DEFAULT_LIMIT = 10
@@ -48,12 +50,6 @@ CLI_OPTIONS: dict[str, tuple[type, Any]] = {
     "query-plan": (str, None),
     "strict": (bool, False),
 }
-
-_NODE_COLUMNS = ("rowid", "path", "layer", "layer_number", "title", "doc_id", "status",
-                 "sha256", "size", "mtime_ns", "parent_path")
-_SELECT_NODE = ", ".join(f"d.{column}" for column in _NODE_COLUMNS)
-_PATH, _LAYER, _STATUS = (_NODE_COLUMNS.index(c) for c in ("path", "layer_number", "status"))
-
 
 # --- queries --------------------------------------------------------------------------------
 
@@ -145,8 +141,7 @@ def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str,
 def _forget_other_index(con: sqlite3.Connection) -> None:
     import os
 
-    database = con.execute("PRAGMA database_list").fetchone()[2]
-    st = os.stat(database)
+    st = os.stat(store.database_file(con))
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     if key != _counted_for[0] or len(_counted) > _MAX_COUNTED:
         _counted.clear()
@@ -154,33 +149,9 @@ def _forget_other_index(con: sqlite3.Connection) -> None:
 
 
 def _count(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-    _create_vocabulary_tables(con)
-    try:
-        con.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)",
-                        enumerate(terms))
-        rows = con.execute("SELECT q.doc, min(coalesce(v.doc, 0)) FROM temp.query_tokens q "
-                           "LEFT JOIN temp.index_vocab v ON v.term = q.term GROUP BY q.doc"
-                           ).fetchall()
-    finally:
-        con.execute("DELETE FROM temp.query_words")
     counts = dict.fromkeys(terms, 0)
-    counts.update((terms[number], count) for number, count in rows)
+    counts.update((terms[number], count) for number, count in store.token_counts(con, terms))
     return counts
-
-
-def _create_vocabulary_tables(con: sqlite3.Connection) -> None:
-    """The TEMP tables ``_count`` uses, once per connection."""
-    from .text import TOKENIZER
-
-    if con.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'query_words'").fetchone():
-        return
-    # Set before any TEMP table exists (changing it drops them): a few pages, no temp file.
-    con.execute("PRAGMA temp_store = MEMORY")
-    con.execute("CREATE VIRTUAL TABLE temp.index_vocab USING fts5vocab(main, terms, row)")
-    con.execute(f'CREATE VIRTUAL TABLE temp.query_words USING fts5(word, '
-                f'tokenize = "{TOKENIZER}")')
-    con.execute("CREATE VIRTUAL TABLE temp.query_tokens "
-                "USING fts5vocab(temp, query_words, instance)")
 
 
 def _checked_limit(limit: int) -> int:
@@ -209,14 +180,14 @@ def _open(root_arg: str | Path) -> tuple[Path, sqlite3.Connection]:
     return root, connect(root)
 
 
-def _node(row: tuple) -> dict[str, Any]:
-    (_, path, layer, _, title, doc_id, status, sha256, size, mtime_ns, _) = row
-    return {"path": path, "layer": layer, "title": title, "id": doc_id, "status": status,
-            "sha256": sha256, "size": size, "mtime_ns": mtime_ns}
+def _node(row: Node) -> dict[str, Any]:
+    return {"path": row.path, "layer": row.layer, "title": row.title, "id": row.doc_id,
+            "status": row.status, "sha256": row.sha256, "size": row.size,
+            "mtime_ns": row.mtime_ns}
 
 
 def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], limit: int,
-          columns: str = "") -> list[tuple[tuple, float]]:
+          columns: str = "") -> list[tuple[Node, float]]:
     """Best ``limit`` documents for an expression, scored by BM25 (higher is better).
 
     FTS5 ranks fastest on its own (``ORDER BY rank LIMIT`` without a join), so
@@ -229,19 +200,14 @@ def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], lim
     match = f"{{{columns}}} : ({expression})" if columns else expression
     window = max(limit * 2, 20)
     while True:
-        rows = con.execute(
-            f"SELECT {_SELECT_NODE}, ranked.score FROM (SELECT rowid, "
-            "bm25(terms, 2.0, 1.0, 1.0) AS score FROM terms WHERE terms MATCH ? "
-            "ORDER BY score LIMIT ?) AS ranked JOIN docs d ON d.rowid = ranked.rowid",
-            (match, window),
-        ).fetchall()
-        wanted = [row for row in rows if row[_LAYER] in layers]
-        active = sum(1 for row in wanted if row[_STATUS] not in INACTIVE)
+        rows = store.ranked(con, match, window)
+        wanted = [(row, bm25) for row, bm25 in rows if row.layer_number in layers]
+        active = sum(1 for row, _ in wanted if row.status not in INACTIVE)
         if len(rows) < window or active >= limit:
             break
         window *= 4
-    wanted.sort(key=lambda row: (row[_STATUS] in INACTIVE, row[-1], row[_PATH]))
-    return [(row[:-1], round(-row[-1], 6)) for row in wanted[:limit]]
+    wanted.sort(key=lambda hit: (hit[0].status in INACTIVE, hit[1], hit[0].path))
+    return [(row, round(-bm25, 6)) for row, bm25 in wanted[:limit]]
 
 
 # --- route and search -----------------------------------------------------------------------
@@ -394,7 +360,7 @@ def open_document(root: str | Path, path: str, allow_source_layers: bool = False
                   body_included=True, indexed=True)
 
 
-def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, tuple | None]:
+def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, Node | None]:
     """The canonical path a name stands for, and its index row (None when not indexed).
 
     The extension is added only to a name that has none (``x.MD`` stays the
@@ -415,15 +381,13 @@ def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, tuple
             first_error = first_error or exc
             continue
         parsed.append(candidate)
-        row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?",
-                          (candidate,)).fetchone()
+        row = store.doc_by_path(con, candidate)
         if row is not None or os.path.lexists(root / candidate):
             return candidate, row
     if name and "/" not in name:
-        row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.doc_id = ? "
-                          "ORDER BY d.path LIMIT 1", (name,)).fetchone()
+        row = store.doc_by_id(con, name)
         if row is not None:
-            return row[_PATH], row
+            return row.path, row
     if parsed:
         return parsed[0], None  # a well-formed name with no file: not_found when read
     if name and "/" not in name and not name.lower().endswith(_EXTENSIONS):
@@ -516,12 +480,11 @@ def _split_common(con: sqlite3.Connection, terms: list[str],
     in a large forest a common word would dominate every lookup. Counting is
     bounded by the cut-off itself, so the split stays cheap.
     """
-    total = con.execute("SELECT count(*) FROM docs").fetchone()[0]
+    total = store.document_count(con)
     cutoff = max(min_docs, int(total * COMMON_SHARE))
     if total <= cutoff or len(terms) < 2:
         return terms, set()
-    sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
-    common = {t for t in terms if con.execute(sql, (f'"{t}"', cutoff + 1)).fetchone()[0] > cutoff}
+    common = {t for t in terms if store.matches_beyond(con, t, cutoff)}
     return [t for t in terms if t not in common], common
 
 
@@ -546,13 +509,13 @@ def _scored(con: sqlite3.Connection, terms: list[str], rare: list[str], common: 
         hits = _hits(con, " AND ".join(f'"{t}"' for t in terms), STRUCTURED, depth)
         if len(hits) < depth:
             hits = _hits(con, _any_of(terms), STRUCTURED, depth)
-        return {row[_PATH]: [row, score] for row, score in hits}
+        return {row.path: [row, score] for row, score in hits}
     if not common:
         hits = _hits(con, _any_of(terms), STRUCTURED, depth)
-        return {row[_PATH]: [row, score] for row, score in hits}
-    found = {row[_PATH]: [row, score] for row, score in _hits(con, _any_of(rare), STRUCTURED,
+        return {row.path: [row, score] for row, score in hits}
+    found = {row.path: [row, score] for row, score in _hits(con, _any_of(rare), STRUCTURED,
                                                                depth)}
-    by_rowid = {entry[0][0]: entry for entry in found.values()}
+    by_rowid = {entry[0].rowid: entry for entry in found.values()}
     for rowid, score in _scores(con, f"({_any_of(sorted(common))}) AND ({_any_of(rare)})"):
         if rowid in by_rowid:
             by_rowid[rowid][1] = score
@@ -564,9 +527,7 @@ def _scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]
 
     For expressions that only refine known candidates, whose matches are few.
     """
-    rows = con.execute("SELECT rowid, bm25(terms, 2.0, 1.0, 1.0) FROM terms WHERE terms MATCH ?",
-                       (expression,))
-    return [(rowid, round(-score, 6)) for rowid, score in rows]
+    return [(rowid, round(-bm25, 6)) for rowid, bm25 in store.scores(con, expression)]
 
 
 def retrieve_command(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
@@ -584,7 +545,7 @@ def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str
     """Candidates for one query: BM25 over any term, plus phrase and proximity bonuses."""
     found, common = _base_scores(con, terms, depth)
     if len(terms) > 1:
-        by_rowid = {entry[0][0]: entry for entry in found.values()}
+        by_rowid = {entry[0].rowid: entry for entry in found.values()}
         for expression, weight in ((_phrases(terms, common), PHRASE_WEIGHT),
                                    (_near_pairs(terms, common), NEAR_WEIGHT)):
             if not expression:
@@ -604,7 +565,7 @@ def _trails(con: sqlite3.Connection, queries: list[list[str]],
         if not terms:
             continue  # a probe with no searchable words adds nothing
         for path, (row, score) in _evidence(con, terms, depth).items():
-            statuses[path] = row[_STATUS]
+            statuses[path] = row.status
             evidence.setdefault(path, {})[number] = score
     chains = {path: _chain(path) for path in evidence}
     # A hit that owns another hit is evidence for that deeper trail, not a trail of its own:
@@ -657,10 +618,7 @@ def _chain(path: str) -> list[str]:
 def _fill_nodes(con: sqlite3.Connection, trails: list[_Trail]) -> None:
     """Load node metadata for the returned trails; owners missing from the index are dropped."""
     wanted = sorted({path for trail in trails for path in trail.paths})
-    marks = ",".join("?" * len(wanted))
-    rows = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path IN ({marks})",
-                       wanted).fetchall() if wanted else []
-    nodes = {row[_PATH]: _node(row) for row in rows}
+    nodes = {row.path: _node(row) for row in store.nodes(con, wanted)}
     for trail in trails:
         trail.nodes = [nodes[path] for path in trail.paths if path in nodes]
 

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .. import index
+from .. import index, store
 from ..config import Config, load_config
 from ..documents import Facts, read_facts, sha256_hex
 from ..errors import ForestError
@@ -39,7 +39,7 @@ class View:
         self.config = config or load_config(root)
         self.max_bytes = self.config.limits["max_file_bytes"]
         self.con: sqlite3.Connection | None = index.connect(root)
-        self.built_at = index.built_at_ns(self.con)
+        self.built_at = store.built_at_ns(self.con)
         self._bytes: dict[str, bytes | None] = {}
         self._facts: dict[str, Facts | None] = {}
         self.stale: dict[str, Facts | None] = {}  # re-checked files that differ from the index
@@ -108,24 +108,15 @@ class View:
 
     # --- the index, for what the writer does not re-check ---
 
-    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
-        assert self.con is not None
-        return self.con.execute(sql, args).fetchall()
+    def _con(self) -> sqlite3.Connection:
+        assert self.con is not None, "the view is closed"
+        return self.con
 
     def paths_with_ids(self, ids: set[str]) -> dict[str, list[str]]:
-        found: dict[str, list[str]] = {}
-        items = sorted(ids)
-        for start in range(0, len(items), 500):
-            chunk = items[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for doc_id, path in self._query(
-                    f"SELECT doc_id, path FROM docs WHERE doc_id IN ({marks})", tuple(chunk)):
-                found.setdefault(doc_id, []).append(path)
-        return found
+        return store.paths_with_ids(self._con(), ids)
 
     def counts(self) -> tuple[int, int]:
-        files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM docs")[0]
-        return files, size
+        return store.totals(self._con())
 
     # --- layers re-checked against the disk ---
 
@@ -140,9 +131,7 @@ class View:
         if key in self._layers:
             return self._layers[key]
         layer = BY_KEY[key]
-        rows = {path: (sha, size, mtime) for path, sha, size, mtime in self._query(
-            "SELECT path, sha256, size, mtime_ns FROM docs WHERE layer_number = ?",
-            (layer.number,))}
+        rows = store.layer_files(self._con(), layer.number)
         listing = walk(self.root, self.config.limits, under=layer.dirname)
         # A wide mode is repairable, not a fault: a file the write replaces is written 0600.
         faults = [issue for issue in listing.issues if issue.code not in _MODE_CODES]
@@ -155,16 +144,16 @@ class View:
         racy_after = self.built_at - index.RACY_WINDOW_NS
         for entry in listing.files:
             row = rows.pop(entry.path, None)
-            if row is not None and row[1:] == (entry.size, entry.mtime_ns) \
+            if row is not None and (row.size, row.mtime_ns) == (entry.size, entry.mtime_ns) \
                     and entry.mtime_ns < racy_after:
-                found[entry.path] = row[0]
+                found[entry.path] = row.sha256
                 continue
             data = self.read(entry.path)
             if data is None:
                 continue
-            if row is not None and row[0] == sha256_hex(data):
-                found[entry.path] = row[0]
-                if row[2] != entry.mtime_ns:
+            if row is not None and row.sha256 == sha256_hex(data):
+                found[entry.path] = row.sha256
+                if row.mtime_ns != entry.mtime_ns:
                     self.refresh.add(entry.path)  # same bytes, new mtime: refresh the row
                 continue
             try:
@@ -192,14 +181,7 @@ class View:
         found: dict[str, list[str]] = {}
         if not values:
             return found
-        assert self.con is not None
-        self.con.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (value TEXT PRIMARY KEY)")
-        self.con.execute("DELETE FROM wanted")
-        self.con.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", [(v,) for v in values])
-        rows = self._query(
-            f"SELECT d.path, j.value FROM docs d, json_each(d.facts, '{Facts.json_path(field)}') j "
-            "WHERE d.layer_number = ? AND j.value IN (SELECT value FROM wanted)",
-            (BY_KEY[key].number,))
+        rows = store.holders(self._con(), BY_KEY[key].number, Facts.json_path(field), values)
         for path, value in rows:
             if path not in self.stale:
                 found.setdefault(value, []).append(path)

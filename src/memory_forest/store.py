@@ -1,0 +1,388 @@
+"""The index store: every SQL statement run against the index, with named rows.
+
+The schema, the statements a build writes with, and every read of a built
+index (retrieval, the writers' view of the forest, ``state``, ``maintain``'s
+check) live here, so the column order is written once and callers read rows
+by name. ``index.py`` decides what a build changes and when; this module
+only says how that is spelled in SQL.
+
+Kept light on purpose: retrieval imports it on every agent turn, so it
+imports only os, sqlite3 and typing.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .documents import Facts
+    from .routes import Route
+
+# The layout of the index file. Bump the version when it changes: an index of another
+# version is rebuilt, never read.
+INDEX_SCHEMA_VERSION = 4
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE docs (
+    rowid INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    layer TEXT NOT NULL,
+    layer_number INTEGER NOT NULL,
+    tree TEXT, branch TEXT, leaf TEXT,
+    parent_path TEXT,
+    doc_id TEXT,
+    title TEXT NOT NULL,
+    status TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    facts TEXT NOT NULL
+);
+CREATE INDEX docs_layer ON docs(layer_number);
+CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{tokenizer}");
+INSERT INTO meta VALUES ('schema_version', '{version}');
+"""
+_QUARANTINE = """
+CREATE TABLE IF NOT EXISTS quarantine (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    problems TEXT NOT NULL
+)"""
+
+# BM25 column weights over the ``terms`` table (title, path words, body): a title word
+# says more about a document than a body word. Tuned with the ranking (docs/benchmarks.md).
+_BM25 = "bm25(terms, 2.0, 1.0, 1.0)"
+
+
+class Node(NamedTuple):
+    """One document's index row, as retrieval reads it."""
+
+    rowid: int
+    path: str
+    layer: str
+    layer_number: int
+    title: str
+    doc_id: str | None
+    status: str | None
+    sha256: str
+    size: int
+    mtime_ns: int
+    parent_path: str | None
+
+
+_SELECT_NODE = ", ".join(f"d.{column}" for column in Node._fields)
+
+
+# --- retrieval ------------------------------------------------------------------------------
+
+
+def ranked(con: sqlite3.Connection, match: str, window: int) -> list[tuple[Node, float]]:
+    """The best ``window`` documents for a MATCH expression, with their raw BM25 (lower is better).
+
+    FTS5 ranks fastest on its own (``ORDER BY`` score ``LIMIT`` without a
+    join), so the ranking runs in a subquery and only its rows are joined.
+    """
+    rows = con.execute(
+        f"SELECT {_SELECT_NODE}, ranked.score FROM (SELECT rowid, {_BM25} AS score "
+        "FROM terms WHERE terms MATCH ? ORDER BY score LIMIT ?) AS ranked "
+        "JOIN docs d ON d.rowid = ranked.rowid",
+        (match, window),
+    ).fetchall()
+    return [(Node._make(row[:-1]), row[-1]) for row in rows]
+
+
+def scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]:
+    """(rowid, raw BM25) of every document matching an expression: no ranking, no join."""
+    return con.execute(f"SELECT rowid, {_BM25} FROM terms WHERE terms MATCH ?",
+                       (expression,)).fetchall()
+
+
+def nodes(con: sqlite3.Connection, paths: list[str]) -> list[Node]:
+    """The rows of these paths; a path with no row is left out."""
+    if not paths:
+        return []
+    marks = ",".join("?" * len(paths))
+    rows = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path IN ({marks})", paths)
+    return [Node._make(row) for row in rows]
+
+
+def doc_by_path(con: sqlite3.Connection, path: str) -> Node | None:
+    row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?", (path,)).fetchone()
+    return None if row is None else Node._make(row)
+
+
+def doc_by_id(con: sqlite3.Connection, doc_id: str) -> Node | None:
+    """The document with this id; the first by path if a broken forest holds it twice."""
+    row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.doc_id = ? "
+                      "ORDER BY d.path LIMIT 1", (doc_id,)).fetchone()
+    return None if row is None else Node._make(row)
+
+
+def document_count(con: sqlite3.Connection) -> int:
+    return con.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+
+def matches_beyond(con: sqlite3.Connection, term: str, cutoff: int) -> bool:
+    """Whether more than ``cutoff`` documents hold a term; counting stops at the cut-off."""
+    sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
+    return con.execute(sql, (f'"{term}"', cutoff + 1)).fetchone()[0] > cutoff
+
+
+def database_file(con: sqlite3.Connection) -> str:
+    """The file behind the connection's main database."""
+    return con.execute("PRAGMA database_list").fetchone()[2]
+
+
+def token_counts(con: sqlite3.Connection, words: list[str]) -> list[tuple[int, int]]:
+    """(position in ``words``, documents holding its rarest token) for each word with a token.
+
+    The words are tokenized by SQLite itself (a TEMP FTS5 table with the
+    index's tokenizer), so folding and stemming match the index exactly; the
+    counts come from ``fts5vocab`` over the index. Only the connection's TEMP
+    schema is written: the index stays read-only.
+    """
+    _create_vocabulary_tables(con)
+    try:
+        con.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)",
+                        enumerate(words))
+        return con.execute("SELECT q.doc, min(coalesce(v.doc, 0)) FROM temp.query_tokens q "
+                           "LEFT JOIN temp.index_vocab v ON v.term = q.term GROUP BY q.doc"
+                           ).fetchall()
+    finally:
+        con.execute("DELETE FROM temp.query_words")
+
+
+def _create_vocabulary_tables(con: sqlite3.Connection) -> None:
+    """The TEMP tables ``token_counts`` uses, once per connection."""
+    from .text import TOKENIZER
+
+    if con.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'query_words'").fetchone():
+        return
+    # Set before any TEMP table exists (changing it drops them): a few pages, no temp file.
+    con.execute("PRAGMA temp_store = MEMORY")
+    con.execute("CREATE VIRTUAL TABLE temp.index_vocab USING fts5vocab(main, terms, row)")
+    con.execute(f'CREATE VIRTUAL TABLE temp.query_words USING fts5(word, '
+                f'tokenize = "{TOKENIZER}")')
+    con.execute("CREATE VIRTUAL TABLE temp.query_tokens "
+                "USING fts5vocab(temp, query_words, instance)")
+
+
+# --- the writers' view and the index check --------------------------------------------------
+
+
+class FileRow(NamedTuple):
+    """What the index knows of one file's bytes: enough to trust it without reading it."""
+
+    sha256: str
+    size: int
+    mtime_ns: int
+
+
+def layer_files(con: sqlite3.Connection, layer_number: int) -> dict[str, FileRow]:
+    """Every indexed file of one layer, by path."""
+    rows = con.execute("SELECT path, sha256, size, mtime_ns FROM docs WHERE layer_number = ?",
+                       (layer_number,))
+    return {path: FileRow(sha256, size, mtime_ns) for path, sha256, size, mtime_ns in rows}
+
+
+class StoredFile(NamedTuple):
+    """An indexed file's row id and what the index knows of its bytes."""
+
+    rowid: int
+    sha256: str
+    size: int
+    mtime_ns: int
+
+
+def file_row(con: sqlite3.Connection, path: str) -> StoredFile | None:
+    row = con.execute("SELECT rowid, sha256, size, mtime_ns FROM docs WHERE path = ?",
+                      (path,)).fetchone()
+    return None if row is None else StoredFile._make(row)
+
+
+def sizes_and_mtimes(con: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """(size, mtime_ns) of every indexed file, by path: what ``state`` compares with the disk."""
+    return {path: (size, mtime) for path, size, mtime in
+            con.execute("SELECT path, size, mtime_ns FROM docs")}
+
+
+def digests(con: sqlite3.Connection) -> dict[str, str]:
+    """sha256 of every indexed file, by path."""
+    return dict(con.execute("SELECT path, sha256 FROM docs"))
+
+
+def totals(con: sqlite3.Connection) -> tuple[int, int]:
+    """How many files the index holds and their bytes together."""
+    files, size = con.execute("SELECT count(*), coalesce(sum(size), 0) FROM docs").fetchone()
+    return files, size
+
+
+def paths_with_ids(con: sqlite3.Connection, ids: set[str]) -> dict[str, list[str]]:
+    """The paths holding each of these ids (an id held by no file is left out)."""
+    found: dict[str, list[str]] = {}
+    items = sorted(ids)
+    for start in range(0, len(items), 500):  # below SQLite's bound on parameters
+        chunk = items[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for doc_id, path in con.execute(
+                f"SELECT doc_id, path FROM docs WHERE doc_id IN ({marks})", chunk):
+            found.setdefault(doc_id, []).append(path)
+    return found
+
+
+def holders(con: sqlite3.Connection, layer_number: int, json_path: str,
+            values: set[str]) -> list[tuple[str, str]]:
+    """(path, value) for each file of a layer whose facts list one of these values at ``json_path``.
+
+    One pass of SQLite's JSON functions over the layer's rows; the values go
+    to a TEMP table, so any number of them costs one statement.
+    """
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (value TEXT PRIMARY KEY)")
+    con.execute("DELETE FROM wanted")
+    con.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", [(v,) for v in values])
+    return con.execute(
+        f"SELECT d.path, j.value FROM docs d, json_each(d.facts, '{json_path}') j "
+        "WHERE d.layer_number = ? AND j.value IN (SELECT value FROM wanted)",
+        (layer_number,)).fetchall()
+
+
+# --- what the index says about itself, and what a build reuses ------------------------------
+
+
+def schema_version(con: sqlite3.Connection) -> str | None:
+    """The schema the index was built with; None for a file that is not our index."""
+    try:
+        return _meta(con, "schema_version")
+    except sqlite3.OperationalError:
+        return None
+
+
+def reader_version(con: sqlite3.Connection) -> str | None:
+    return _meta(con, "reader_version")
+
+
+def built_at_ns(con: sqlite3.Connection) -> int:
+    built = _meta(con, "built_at_ns")
+    return int(built) if built else 0
+
+
+def _meta(con: sqlite3.Connection, key: str) -> str | None:
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]:
+    """Parse results, rowids and routes of every indexed file.
+
+    Routes are rebuilt from the stored columns: the paths were validated when
+    they were indexed, and re-parsing 100,000 of them would cost seconds.
+    """
+    from .documents import Facts
+    from .layers import BY_DIR
+    from .routes import Route
+
+    rows = con.execute("SELECT path, facts, rowid, layer, tree, branch, leaf FROM docs")
+    stored = {}
+    for path, facts, rowid, layer, tree, branch, leaf in rows:
+        named = tree is None and layer != "01 xltm"  # life archive, daily, istm: a file name
+        name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if named else None
+        stored[path] = (Facts.loads(facts), rowid,
+                        Route(path, BY_DIR[layer], tree, branch, leaf, name))
+    return stored
+
+
+def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
+    """Path, size, mtime and problems (JSON) of every file the last build left out."""
+    try:
+        rows = con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
+                           " ORDER BY path").fetchall()
+    except sqlite3.OperationalError:  # built before the table existed: nothing recorded
+        return []
+    return [(os.fsdecode(path) if isinstance(path, bytes) else path, *rest)
+            for path, *rest in rows]
+
+
+# --- writing (only index.py's builds call these) --------------------------------------------
+
+
+def create(con: sqlite3.Connection) -> None:
+    """Lay out a new, empty index in a private temp file, tuned for one bulk load."""
+    from .text import TOKENIZER
+
+    # A private temp file: the rename that publishes it is the commit, so no journal is needed.
+    con.execute("PRAGMA journal_mode = OFF")
+    con.execute("PRAGMA synchronous = OFF")
+    # Up to 256 MiB of page cache, so FTS5's segment merges stay in memory.
+    con.execute("PRAGMA cache_size = -262144")
+    con.executescript(_SCHEMA.format(tokenizer=TOKENIZER, version=INDEX_SCHEMA_VERSION))
+
+
+def end_bulk_load(con: sqlite3.Connection) -> None:
+    """Back to a journaled file, as incremental builds need it."""
+    con.execute("PRAGMA journal_mode = DELETE")
+
+
+def insert(con: sqlite3.Connection, route: Route, facts: Facts,
+           texts: tuple[str, str, str]) -> None:
+    """One document's row and its full-text row; ``texts`` are title, path words and body."""
+    cursor = con.execute(
+        "INSERT INTO docs (path, layer, layer_number, tree, branch, leaf, parent_path, doc_id,"
+        " title, status, sha256, size, mtime_ns, facts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (route.path, route.layer.dirname, route.layer.number, route.tree, route.branch,
+         route.leaf, route.parent_path, facts.id, facts.title, facts.status, facts.sha256,
+         facts.size, facts.mtime_ns, facts.dumps()),
+    )
+    con.execute("INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)",
+                (cursor.lastrowid, *texts))
+
+
+def refresh(con: sqlite3.Connection, rowid: int, facts: Facts) -> None:
+    """Same bytes, new mtime: new metadata, the full-text row kept."""
+    con.execute("UPDATE docs SET mtime_ns = ?, facts = ? WHERE rowid = ?",
+                (facts.mtime_ns, facts.dumps(), rowid))
+
+
+def delete(con: sqlite3.Connection, rowid: int) -> None:
+    con.execute("DELETE FROM terms WHERE rowid = ?", (rowid,))
+    con.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+
+
+def ensure_quarantine(con: sqlite3.Connection) -> None:
+    """The quarantine table, in an index built before it existed too."""
+    con.execute(_QUARANTINE)
+
+
+def release(con: sqlite3.Connection, path: str) -> None:
+    """Forget a file's quarantine entry: it is about to be re-checked."""
+    con.execute("DELETE FROM quarantine WHERE path = ?", (path,))
+
+
+def write_quarantine(con: sqlite3.Connection, held: list[tuple[str | bytes, int, int, str]]
+                     ) -> None:
+    """Replace the whole quarantine with ``held``."""
+    ensure_quarantine(con)
+    con.execute("DELETE FROM quarantine")
+    con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?)", held)
+
+
+def set_built(con: sqlite3.Connection, now_ns: int, reader: str) -> None:
+    """When the index was built and under which reading rules."""
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('built_at_ns', ?)", (str(now_ns),))
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('reader_version', ?)", (reader,))
+
+
+def sqlite_features() -> dict[str, bool]:
+    """Which full-text features this Python's SQLite has, probed in a scratch database."""
+    features = {}
+    con = sqlite3.connect(":memory:")
+    for name, tokenizer in (("fts5", "unicode61"), ("fts5_trigram", "trigram")):
+        try:
+            con.execute(f"CREATE VIRTUAL TABLE t_{name} USING fts5(x, tokenize='{tokenizer}')")
+            features[name] = True
+        except sqlite3.OperationalError:
+            features[name] = False
+    con.close()
+    return features
