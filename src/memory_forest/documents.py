@@ -9,13 +9,13 @@ must always come fresh from disk.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from .digest import sha256_hex
 from .issues import WARNING, Issue
 from .jsonio import StrictJSONError, loads_strict
 from .routes import Route
@@ -70,10 +70,6 @@ class Facts:
 
 FACTS_FIELDS = ("path", "size", "mtime_ns", "sha256", "title", "id", "status", "links",
                 "event_ids", "anchors", "issues")
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def read_facts(route: Route, raw: bytes, mtime_ns: int, max_links: int) -> tuple[Facts, str]:

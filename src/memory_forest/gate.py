@@ -54,6 +54,7 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from .digest import sha256_hex
 from .errors import ForestError
 
 OPERATION = "memory_forest_gate"
@@ -139,7 +140,7 @@ def run(root: str | Path, data: bytes, limit: int = OPTIONS["limit"][1],
     Never raises: every failure becomes a failure receipt.
     """
     # The hash of a turn over the cap would be the hash of a prefix: better none at all.
-    digest = _sha256(data) if len(data) <= MAX_INPUT_BYTES else None
+    digest = sha256_hex(data) if len(data) <= MAX_INPUT_BYTES else None
     try:
         if digest is None:
             raise _Refused("turn_too_large")
@@ -277,11 +278,6 @@ def _code_of(exc: BaseException) -> str:
         return "io_error"
     return "internal_error"
 
-
-def _sha256(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
 
 
 # --- host adapters --------------------------------------------------------------------------

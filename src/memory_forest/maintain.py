@@ -12,7 +12,6 @@ stops the run before the index step.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 import random
 import time
@@ -20,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .digest import sha256_hex
 from .errors import ForestError
 from .issues import summarize
 
@@ -174,7 +174,7 @@ def _verify(root: Path, snap, expected: set[str], verify_all: bool
     limit = snap.config.limits["max_file_bytes"]
     for path in paths:
         data = read_regular(root, path, limit)
-        if hashlib.sha256(data).hexdigest() != indexed[path]:
+        if sha256_hex(data) != indexed[path]:
             mismatched.append(path)
     return None, {"mode": "all" if verify_all else "sample", "checked": len(paths),
                   "mismatched": len(mismatched)}

@@ -9,7 +9,7 @@ and bodies are always the file's current bytes. With ``strict`` a changed
 file fails closed with ``index_stale`` instead.
 
 Kept light on purpose: this module runs in a fresh process on every agent
-turn, so it imports only sqlite3, hashlib and the text analyzer.
+turn, so it imports only sqlite3, hashlib (through ``digest``) and the text analyzer.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import store
+from .digest import sha256_hex
 from .errors import ForestError, usage_error
 from .layers import layer_for
 from .store import Node
@@ -288,7 +289,7 @@ def _state_of(root: Path, path: str, indexed_sha256: str | None, max_bytes: int,
         missing = exc.code == "not_found"
         return {"verified": False, "changed_since_index": missing, "current_sha256": None,
                 "missing": missing, "read_error": None if missing else exc.code}, None
-    current = _sha256(data)
+    current = sha256_hex(data)
     changed = current != indexed_sha256
     if changed and strict:
         raise _stale(path)
@@ -306,11 +307,6 @@ def _max_file_bytes(root: Path) -> int:
 
     return load_config(root).limits["max_file_bytes"]
 
-
-def _sha256(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
 
 
 def _stale(path: str) -> ForestError:
@@ -407,7 +403,7 @@ def _unindexed(root: Path, path: str) -> dict[str, Any]:
     title = meta.get("title")
     status = meta.get("status")
     doc_id = meta.get("id")
-    current = _sha256(data)
+    current = sha256_hex(data)
     return {"path": path, "layer": path.split("/", 1)[0],
             "title": title if isinstance(title, str) else path.rsplit("/", 1)[-1],
             "id": doc_id if isinstance(doc_id, str) else None,

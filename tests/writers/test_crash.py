@@ -22,7 +22,7 @@ import pytest
 from writerkit import assert_whole, event, istm_records, jsonl, state, write_json
 
 from memory_forest import lock, operations
-from memory_forest.documents import sha256_hex
+from memory_forest.digest import sha256_hex
 from memory_forest.errors import ForestError
 from memory_forest.writers import journal
 from memory_forest.writers.capture import capture, capture_events

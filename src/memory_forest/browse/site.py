@@ -8,13 +8,13 @@ appends, never a search per page.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from ..documents import FrontmatterError, frontmatter_problem, sha256_hex, split_frontmatter
+from ..digest import sha256_hex
+from ..documents import FrontmatterError, frontmatter_problem, split_frontmatter
 from ..errors import ForestError
 from ..inspect import Snapshot
 from ..issues import Issue
@@ -100,7 +100,7 @@ def page_file(path: str) -> str:
     folder, _, name = stem.rpartition("/")
     name += ".html"
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:  # ".html" is longer than ".md"
-        name = "_" + hashlib.sha256(path.encode("utf-8")).hexdigest()[:24] + ".html"
+        name = "_" + sha256_hex(path.encode("utf-8"))[:24] + ".html"
     return f"{PAGE_DIR}/{folder}/{name}" if folder else f"{PAGE_DIR}/{name}"
 
 

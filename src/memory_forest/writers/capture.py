@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..documents import sha256_hex
+from ..digest import sha256_hex
 from ..errors import ForestError
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from .redact import redact_value, refuse_secret_name

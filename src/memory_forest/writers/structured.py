@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..documents import sha256_hex
+from ..digest import sha256_hex
 from ..errors import ForestError
 from ..layers import XLTM_PATH
 from ..routes import ltm_path, mtm_path, parse_route, stm_path

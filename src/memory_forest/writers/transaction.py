@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import index, lock
-from ..documents import sha256_hex
+from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
 from ..routes import parse_route

@@ -23,7 +23,8 @@ from typing import Any
 
 from .. import index, store
 from ..config import Config, load_config
-from ..documents import Facts, read_facts, sha256_hex
+from ..digest import sha256_hex
+from ..documents import Facts, read_facts
 from ..errors import ForestError
 from ..ignore import is_debris
 from ..layers import BY_KEY, LAYERS
