@@ -135,11 +135,16 @@ class CliResult:
 
     def json(self) -> dict[str, Any]:
         """The single JSON object on stdout (fails the test if there is anything else)."""
-        lines = self.stdout.splitlines()
-        assert len(lines) == 1, f"expected one line of JSON, got {self.stdout!r}"
-        data = json.loads(lines[0])
-        assert isinstance(data, dict)
-        return data
+        return one_object(self.stdout)
+
+
+def one_object(stdout: str) -> dict[str, Any]:
+    """The one JSON object a ``--json`` call printed, alone on one line; fails otherwise."""
+    lines = stdout.splitlines()
+    assert len(lines) == 1, f"expected one line of JSON, got {stdout[:500]!r}"
+    data = json.loads(lines[0])
+    assert isinstance(data, dict)
+    return data
 
 
 def run_cli(*args: str | os.PathLike[str], cwd: Path | None = None) -> CliResult:

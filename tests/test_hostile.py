@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import one_object
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -52,11 +53,7 @@ class Call:
 
     def one_object(self) -> dict[str, Any]:
         """The one JSON object the call printed; fails the test otherwise."""
-        lines = self.stdout.splitlines()
-        assert len(lines) == 1, f"expected one line on stdout, got {self.stdout[:500]!r}"
-        data = json.loads(lines[0])
-        assert isinstance(data, dict)
-        return data
+        return one_object(self.stdout)
 
     def code(self) -> str | None:
         data = self.one_object()

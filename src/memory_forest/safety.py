@@ -248,8 +248,10 @@ def open_nofollow(root: Path, rel: str, flags: int = os.O_RDONLY) -> int:
                 raise _missing(rel) from None
             except OSError as exc:
                 raise _unsafe(rel, exc) from None
-            os.close(dir_fd)
-            dir_fd = next_fd
+            # Swap first, then close: a signal that interrupts between the two must not
+            # leave ``dir_fd`` naming a closed descriptor for the ``finally`` to close again.
+            parent_fd, dir_fd = dir_fd, next_fd
+            os.close(parent_fd)
         try:
             return os.open(parts[-1], flags | nofollow, FILE_MODE, dir_fd=dir_fd)
         except FileNotFoundError:

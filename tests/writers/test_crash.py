@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from writerkit import assert_whole, event, istm_records, jsonl, state, write_json
 
-from memory_forest import lock, operations
+from memory_forest import lock, operations, testhooks
 from memory_forest.digest import sha256_hex
 from memory_forest.errors import ForestError
 from memory_forest.writers import journal
@@ -34,9 +34,9 @@ ROLLED_BACK = {"staged", "journaled", "writing"}
 
 def cli(*args, crash: str | None = None, **env_vars: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env.pop(journal.CRASH_ENV, None)
+    env.pop(testhooks.CRASH_ENV, None)
     if crash:
-        env[journal.CRASH_ENV] = crash
+        env[testhooks.CRASH_ENV] = crash
     env.update(env_vars)
     return subprocess.run([sys.executable, "-m", "memory_forest", *map(str, args), "--json"],
                           capture_output=True, text=True, env=env, timeout=60)
@@ -329,7 +329,7 @@ def test_a_crash_inside_a_handled_failures_undo_is_recovered(forest, tmp_path):
     killed inside the undo's manifest rewrite: recovery finishes the rollback."""
     before = state(forest)
     killed = cli(*writer_args(forest, tmp_path, "apply-structured"),
-                 crash="replace:manifest.json", **{journal.FAIL_ENV: "writing:2"})
+                 crash="replace:manifest.json", **{testhooks.FAIL_ENV: "writing:2"})
     assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
     assert manifest(forest)["state"] == "prepared"
     report = operations.doctor(forest, repair=True)
@@ -450,7 +450,7 @@ def test_kills_at_random_moments_never_leave_a_lock_that_cannot_be_cleared(fores
     rng = random.Random(20261202)
     source = tmp_path / "events.jsonl"
     source.write_bytes(jsonl([event(1, event_id="random-kill")]))
-    env = {key: value for key, value in os.environ.items() if key != journal.CRASH_ENV}
+    env = {key: value for key, value in os.environ.items() if key != testhooks.CRASH_ENV}
     args = [sys.executable, "-m", "memory_forest", "capture", str(forest), "--file", str(source),
             "--json"]
     started = time.monotonic()

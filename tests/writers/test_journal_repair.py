@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 from writerkit import assert_whole, state
 
-from memory_forest import operations
-from memory_forest.writers import journal
+from memory_forest import operations, testhooks
 
 REMEMBER = ["--tree", "kitchen", "--branch", "pickles", "--leaf", "dill", "--title",
             "Dill pickles", "--content", "Brine at 5 percent."]
@@ -30,9 +29,9 @@ MANIFEST = Path(".memory-forest/journal/manifest.json")
 
 def cli(*args, crash: str | None = None) -> tuple[int, dict]:
     env = dict(os.environ)
-    env.pop(journal.CRASH_ENV, None)
+    env.pop(testhooks.CRASH_ENV, None)
     if crash:
-        env[journal.CRASH_ENV] = crash
+        env[testhooks.CRASH_ENV] = crash
     proc = subprocess.run([sys.executable, "-m", "memory_forest", *map(str, args), "--json"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert "Traceback" not in proc.stderr, proc.stderr

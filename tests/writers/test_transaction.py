@@ -12,7 +12,7 @@ import pytest
 from forestkit import index_rows
 from writerkit import assert_whole, contents, event, jsonl, state, write_json
 
-from memory_forest import lock, operations
+from memory_forest import lock, operations, testhooks
 from memory_forest.errors import ForestError
 from memory_forest.jsonio import dumps
 from memory_forest.writers import journal
@@ -141,10 +141,10 @@ def test_a_handled_failure_at_any_step_restores_bytes_and_index(example_forest, 
                                                                 step):
     operations.index(example_forest)
     before, rows = state(example_forest), index_rows(example_forest)
-    monkeypatch.setenv(journal.FAIL_ENV, step)
+    monkeypatch.setenv(testhooks.FAIL_ENV, step)
     with pytest.raises(OSError):
         remember(example_forest, "garden", "beds", "bed-c", "Bed C", "x", transaction_id="tx-f")
-    monkeypatch.delenv(journal.FAIL_ENV)
+    monkeypatch.delenv(testhooks.FAIL_ENV)
     assert state(example_forest) == before  # bytes, modes and mtimes
     assert index_rows(example_forest) == rows
     assert not journal.pending(example_forest)
@@ -158,10 +158,10 @@ def test_a_handled_failure_at_any_step_restores_bytes_and_index(example_forest, 
 def test_a_failure_while_undoing_leaves_the_journal_for_repair(example_forest, monkeypatch):
     operations.index(example_forest)
     before, rows = state(example_forest), index_rows(example_forest)
-    monkeypatch.setenv(journal.FAIL_ENV, "written,recovering")
+    monkeypatch.setenv(testhooks.FAIL_ENV, "written,recovering")
     with pytest.raises(OSError):
         remember(example_forest, "garden", "beds", "bed-d", "Bed D", "x")
-    monkeypatch.delenv(journal.FAIL_ENV)
+    monkeypatch.delenv(testhooks.FAIL_ENV)
     assert journal.describe(example_forest)["phase"] == "rolling_back"
     assert operations.doctor(example_forest)["journal"]["state"] == "interrupted"
     repaired = operations.doctor(example_forest, repair=True)
@@ -181,10 +181,10 @@ def test_a_corrupt_receipt_is_reported_not_trusted(example_forest):
 
 def test_a_journal_missing_an_image_stops_recovery_and_changes_nothing(example_forest,
                                                                        monkeypatch):
-    monkeypatch.setenv(journal.FAIL_ENV, "writing,recovering")
+    monkeypatch.setenv(testhooks.FAIL_ENV, "writing,recovering")
     with pytest.raises(OSError):
         remember(example_forest, "garden", "beds", "bed-e", "Bed E", "x")
-    monkeypatch.delenv(journal.FAIL_ENV)
+    monkeypatch.delenv(testhooks.FAIL_ENV)
     for image in (example_forest / ".memory-forest/journal").glob("before-*"):
         image.unlink()  # lose what the rollback still needs
     before = contents(example_forest)

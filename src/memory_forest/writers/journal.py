@@ -58,7 +58,7 @@ from ..safety import (
     write_new_private,
     write_private,
 )
-from ..testhooks import CRASH_ENV, FAIL_ENV, crash_point  # noqa: F401 - tests use them
+from ..testhooks import crash_point
 
 JOURNAL = "journal"
 STAGING_PREFIX = "journal-staging-"

@@ -23,6 +23,7 @@ from ..envelope import result
 from ..errors import ForestError
 from ..routes import parse_route
 from ..safety import FILE_MODE, open_root
+from ..testhooks import crash_point
 from . import journal, receipts
 from .check import check
 from .view import View
@@ -136,13 +137,13 @@ def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
     active = journal.begin(root, txid, operation, staged, befores,
                            list(stage.new_dirs), draft)
     try:
-        journal.crash_point("journaled")
+        crash_point("journaled")
         journal.apply(active)
         summary = index.update_paths(root, [*staged, *refresh])
-        journal.crash_point("indexed")
+        crash_point("indexed")
         receipt = receipts.complete(draft, summary)
         receipts.write(root, receipt)
-        journal.crash_point("receipted")
+        crash_point("receipted")
     except BaseException:
         _undo(root, active)
         raise
