@@ -1,0 +1,84 @@
+"""``Forest``: one opened forest, the handle every operation takes.
+
+Opening it is where the root is checked (it exists, is a real directory,
+not a symlink), once per call of an operation. The config is read the
+first time something needs it and kept, so one ``remember`` reads
+``forest.json`` once, however many layers of the write engine look at the
+limits. The read-only index connection is opened on first use and shared
+by every phase of the call (the gate's route and retrieve use one
+connection), and closed with the handle.
+
+A function that is handed a path instead of a ``Forest`` wraps it with
+``Forest.of``, so library callers and tests may keep passing paths.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+
+
+class Forest:
+    """An opened forest root with its config and index connection, both loaded lazily."""
+
+    __slots__ = ("_config", "_reader", "root")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root  # already checked by ``open``
+        self._config: Config | None = None
+        self._reader: sqlite3.Connection | None = None
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str]) -> Forest:
+        """Check the root once (``root_missing``, ``root_symlink``, ...) and return a handle."""
+        from .safety import open_root
+
+        return cls(open_root(root))
+
+    @classmethod
+    def of(cls, forest: Forest | str | os.PathLike[str]) -> Forest:
+        """``forest`` itself when it is already a handle, else the handle of that path."""
+        return forest if isinstance(forest, Forest) else cls.open(forest)
+
+    @property
+    def config(self) -> Config:
+        """The forest's ``forest.json``, read on first use (``config_invalid`` if it is bad)."""
+        if self._config is None:
+            from .config import load_config
+
+            self._config = load_config(self.root)
+        return self._config
+
+    @property
+    def limits(self) -> dict[str, int]:
+        return self.config.limits
+
+    def reader(self) -> sqlite3.Connection:
+        """The read-only index connection, opened on first use (``index_missing``, ...)."""
+        if self._reader is None:
+            from .index import connect
+
+            self._reader = connect(self.root)
+        return self._reader
+
+    def forget_index(self) -> None:
+        """Close the reader, so the next ``reader()`` sees an index a writer just replaced."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def close(self) -> None:
+        self.forget_index()
+
+    def __enter__(self) -> Forest:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Forest({str(self.root)!r})"
