@@ -44,14 +44,6 @@ PROBE_WEIGHT = 0.5  # a caller's extra probe is weaker evidence than the user's 
 COMMON_SHARE = 0.02  # a term in more than this share of documents is "common" ...
 COMMON_MIN_DOCS = 500  # ... and in more than this many: small forests score every term
 
-# The retrieve command's options: name -> (type, default). The typer command and the
-# lean per-turn parser (``lean.parse``) are both built from this one table.
-CLI_OPTIONS: dict[str, tuple[type, Any]] = {
-    "limit": (int, DEFAULT_LIMIT),
-    "query-plan": (str, None),
-    "strict": (bool, False),
-}
-
 # --- queries --------------------------------------------------------------------------------
 
 
@@ -215,11 +207,11 @@ def _hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], lim
 
 
 def route(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-          layers: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
+          layer: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
     """Candidates whose path or title matches: where in the forest to look."""
     from .envelope import result
 
-    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
+    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layer)
     root_path, con = _open(root)
     with con:
         terms = chosen_terms(con, terms)
@@ -230,12 +222,12 @@ def route(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
 
 
 def search(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-           layers: list[str] | None = None, include_body: bool = False,
+           layer: list[str] | None = None, include_body: bool = False,
            strict: bool = False) -> dict[str, Any]:
     """Documents whose body matches. Bodies only with ``include_body``: the current bytes."""
     from .envelope import result
 
-    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
+    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layer)
     root_path, con = _open(root)
     with con:
         terms = chosen_terms(con, terms)
@@ -444,18 +436,19 @@ class _Trail:
 
 
 def retrieve(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-             plan: Any = None, strict: bool = False) -> dict[str, Any]:
+             query_plan: Any = None, strict: bool = False) -> dict[str, Any]:
     """Root-first trails XLTM -> LTM -> MTM -> STM for a query, checked against the files.
 
-    ``plan`` is a parsed ``QueryPlan`` (or None). Trails with evidence from the
-    original query always rank ahead of trails found only by plan probes.
+    ``query_plan`` is a parsed ``QueryPlan`` (or None). Trails with evidence
+    from the original query always rank ahead of trails found only by its probes.
     Every node is re-hashed and flagged (``check``); ``strict`` fails closed
     on a changed file instead.
     """
     from .envelope import result
 
     queries = [_checked_query(query)]
-    queries += [query_terms(probe.query) for probe in (plan.probes if plan is not None else [])]
+    probes = query_plan.probes if query_plan is not None else []
+    queries += [query_terms(probe.query) for probe in probes]
     limit = _checked_limit(limit)
     root_path, con = _open(root)
     with con:
@@ -524,17 +517,6 @@ def _scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]
     For expressions that only refine known candidates, whose matches are few.
     """
     return [(rowid, round(-bm25, 6)) for rowid, bm25 in store.scores(con, expression)]
-
-
-def retrieve_command(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-                     query_plan: str | None = None, strict: bool = False) -> dict[str, Any]:
-    """``retrieve`` as the command line has it: a QueryPlan given as a file or ``-``."""
-    plan = None
-    if query_plan is not None:
-        from . import queryplan
-
-        plan = queryplan.load(query_plan)
-    return retrieve(root, query, limit=limit, plan=plan, strict=strict)
 
 
 def _evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:

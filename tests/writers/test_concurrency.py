@@ -77,7 +77,7 @@ def test_reads_during_writes_see_the_old_or_the_new_index(example_forest, tmp_pa
                     con.close()
                 if orphans:
                     problems.append("full-text rows without a document")
-                retrieve.search(example_forest, "pickles brine", layers=["stm"])
+                retrieve.search(example_forest, "pickles brine", layer=["stm"])
             except ForestError as exc:
                 problems.append(exc.code)
 
@@ -98,7 +98,7 @@ def test_reads_during_writes_see_the_old_or_the_new_index(example_forest, tmp_pa
     assert len(set(seen)) >= 2, seen
     assert seen == sorted(seen)  # the document count only ever grows, one commit at a time
     assert set(seen) <= {12 + k for k in range(0, 4 + 8 + 1)}
-    hits = retrieve.search(example_forest, "pickles brine", layers=["stm"], limit=20)
+    hits = retrieve.search(example_forest, "pickles brine", layer=["stm"], limit=20)
     assert hits["count"] == 8
     assert os.path.exists(example_forest / "03 mtm/kitchen/pickles.md")
 

@@ -29,7 +29,7 @@ def facts(root, rel):
 
 def test_new_leaf_in_a_new_tree_materializes_every_parent(empty_forest):
     out = remember(empty_forest, "garden", "beds", "bed-a", "Bed A", "Planted garlic.",
-                   tree_title="Garden", branch_title="Beds", tags=["garlic"])
+                   tree_title="Garden", branch_title="Beds", tag=["garlic"])
     assert out["ok"] and out["created"] and out["path"] == "04 stm/garden/beds/bed-a.md"
     created = {item["path"] for item in out["touched"] if item["before_sha256"] is None}
     assert created >= {"01 xltm/XLTM.md", "02 ltm/garden_LTM.md", "03 mtm/garden/beds.md",

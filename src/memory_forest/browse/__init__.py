@@ -36,15 +36,15 @@ STALE_BUILD_NS = 60 * 10**9  # a build folder without a readable pid is left alo
 MAX_MARKER_BYTES = 4096
 
 
-def browse(root_arg: str | os.PathLike[str], out_arg: str | os.PathLike[str]) -> dict[str, Any]:
-    """Generate the site for the forest at ``root_arg`` into ``out_arg`` (new or empty)."""
+def browse(root_arg: str | os.PathLike[str], out: str | os.PathLike[str]) -> dict[str, Any]:
+    """Generate the site for the forest at ``root_arg`` into ``out`` (new or empty)."""
     from .. import audit as audit_rules
     from .. import validate as validate_rules
     from ..inspect import scan
     from ..safety import open_root
 
     root = open_root(root_arg)
-    out, state = _check_out(root, out_arg)
+    out, state = _check_out(root, out)
     snap = scan(root)
     issues = sorted(set(validate_rules.validate(snap)) | set(audit_rules.audit(snap)))
     _clear_stale_builds(out)
@@ -148,13 +148,13 @@ class _Writer:
 # --- the output directory --------------------------------------------------------------------
 
 
-def _check_out(root: Path, out_arg: str | os.PathLike[str]) -> tuple[Path, str]:
+def _check_out(root: Path, out: str | os.PathLike[str]) -> tuple[Path, str]:
     """Check the output directory; say what it is: ``new``, ``empty`` or an earlier ``site``.
 
     Refused: a symlink, a path inside the forest, a non-directory, and a
     non-empty directory without a valid marker.
     """
-    out = Path(os.path.abspath(os.fspath(out_arg)))
+    out = Path(os.path.abspath(os.fspath(out)))
     try:
         st: os.stat_result | None = os.lstat(out)
     except FileNotFoundError:
