@@ -68,6 +68,8 @@ def _dispatch(args: list[str], json_mode: bool) -> int:
     from .helptext import command_help, group_help, top_help
 
     if not args:
+        if json_mode:
+            raise UsageError("Missing command.")
         sys.stderr.write(top_help())
         return 2
     if args[0] == "--version":
