@@ -146,6 +146,10 @@ def _parse(operation: Operation, args: list[str]) -> dict[str, Any]:
     for param in wanted:
         if namespace[param.name] is None:
             raise UsageError(f"Missing argument '{param.metavar}'.", operation)
+    for param in operation.params:
+        if param.required and param.flags and not param.file_flags and param.cli \
+                and namespace[param.name] is None:
+            raise UsageError(f"Missing option '{param.flags[0]}'.", operation)
     return {name: _converted(operation, name, value) for name, value in namespace.items()}
 
 

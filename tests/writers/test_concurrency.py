@@ -132,13 +132,15 @@ def test_the_largest_wait_is_accepted(example_forest):
 def test_the_mcp_tools_refuse_the_same_waits(wait):
     from pydantic import ValidationError
 
-    from memory_forest import schemas
+    from memory_forest import catalog
+    from memory_forest.mcp_server import arguments_model
 
+    tools = catalog.by_name()
     event_args = {"observed_at": "2026-11-30T09:00:00Z", "source": "a", "kind": "note",
                   "payload": 1}
     with pytest.raises(ValidationError):
-        schemas.CaptureArguments.model_validate({"events": event_args, "wait": wait})
+        arguments_model(tools["capture"]).model_validate({"events": event_args, "wait": wait})
     with pytest.raises(ValidationError):
-        schemas.RememberArguments.model_validate(
+        arguments_model(tools["remember"]).model_validate(
             {"tree": "t", "branch": "b", "leaf": "l", "title": "T", "content": "c",
              "wait": wait})
