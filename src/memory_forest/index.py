@@ -32,6 +32,7 @@ from .testhooks import crash_point
 
 if TYPE_CHECKING:
     from .documents import Facts
+    from .forest import Forest
     from .routes import Route
 
 INDEX_NAME = "index.sqlite3"
@@ -326,7 +327,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
+def update_paths(forest: Forest | Path, paths: list[str] | set[str]) -> dict[str, Any]:
     """Re-describe exactly ``paths`` from the disk, in one transaction (writers, under the lock).
 
     Writers check the forest around the files they touch (docs/writing.md),
@@ -337,15 +338,17 @@ def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
     unchanged. ``built_at_ns`` is not moved: files written since the last
     full check stay inside the racy window, and the next ``build`` re-reads them.
     A path the writer checked is no longer quarantined: its quarantine row goes.
+    The limits are the writer's ``Forest``'s, so one write reads its config once.
     """
-    from .config import load_config
     from .documents import read_facts
+    from .forest import Forest
     from .inspect import Snapshot
     from .routes import parse_route
     from .safety import read_regular
 
     started = time.perf_counter()
-    config = load_config(root)
+    forest = Forest.of(forest)
+    root, config = forest.root, forest.config
     snap = Snapshot(root, config)
     absent: list[str] = []
     for rel in sorted(set(paths)):
