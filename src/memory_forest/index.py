@@ -86,11 +86,13 @@ def _refuse_symlinks(root: Path, path: Path) -> None:
                               {"path": os.path.relpath(candidate, root)})
 
 
-def state(root: Path) -> dict[str, Any]:
+def state(forest: Forest | Path) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
-    from .config import load_config
+    from .forest import Forest
     from .safety import walk
 
+    forest = Forest.of(forest)
+    root = forest.root
     if not index_path(root).exists():
         return {"state": "absent"}
     try:
@@ -101,7 +103,7 @@ def state(root: Path) -> dict[str, Any]:
         indexed = store.sizes_and_mtimes(con)
         held = {path: (size, mtime) for path, size, mtime, _ in store.quarantined(con)}
     con.close()
-    listing = walk(root, load_config(root).limits)
+    listing = walk(root, forest.limits)
     on_disk = {e.path: (e.size, e.mtime_ns) for e in listing.files
                if not e.path.startswith(STATE_DIR + "/") and "/" in e.path}
     known = {**held, **indexed}
