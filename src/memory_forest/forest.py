@@ -85,7 +85,7 @@ class Forest:
         return f"Forest({str(self.root)!r})"
 
 
-class opened:  # noqa: N801 - read as a function: ``with opened(forest) as forest``
+class opened:  # lower case: it reads as a call, ``with opened(forest) as forest``
     """The handle of ``forest`` for one call: a handle passes through, a path is opened.
 
     At the end only a handle opened here is closed; one the caller passed in
