@@ -30,6 +30,7 @@ from typing import Any
 
 from .envelope import result
 from .errors import ForestError, usage_error
+from .forest import Forest
 
 EVENT = "UserPromptSubmit"
 TIMEOUT_SECONDS = 30
@@ -60,14 +61,13 @@ def gate_command(root: Path, client: Client) -> str:
                        "--format", client.gate_format])
 
 
-def install(client_name: str, root_arg: str | Path, settings: str | Path | None = None,
+def install(client_name: str, forest: Forest | str | Path, settings: str | Path | None = None,
             dry_run: bool = False) -> dict[str, Any]:
     """Add the gate as a ``UserPromptSubmit`` hook; a no-op when it is already there."""
     from .index import index_path
-    from .safety import open_root
 
     client = _client(client_name)
-    root = open_root(root_arg)
+    root = Forest.of(forest).root
     path = _settings_path(client, settings)
     old = _load(path)
     data = copy.deepcopy(old.data) if old is not None else {}

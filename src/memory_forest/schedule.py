@@ -108,7 +108,7 @@ def print_entry(
     ``<ROOT>.maintenance.jsonl``, next to the forest like its lock.
     """
     from .envelope import result
-    from .safety import open_root
+    from .forest import Forest
 
     if scheduler not in SCHEDULERS:
         raise usage_error(
@@ -116,7 +116,7 @@ def print_entry(
             f"unknown scheduler; choose one of {', '.join(SCHEDULERS)}",
             scheduler=str(scheduler)[:40],
         )
-    forest = open_root(root)
+    forest = Forest.of(root).root
     program = _program(bin_path)
     log = _log(forest, log_path)
     values = {"MEMORY_FOREST_BIN": str(program), "FOREST_ROOT": str(forest), "RUN_LOG": str(log)}
