@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test check lint release-audit mutation-check bench clean
+.PHONY: demo test check lint release-audit mutation-check bench bench-surfaces clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ check: lint release-audit test mutation-check
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_retrieval.py
 	$(BIN)/python scripts/bench_scale.py --docs 10000
+
+# retrieve, gate and remember as processes, before (03fd7bb) and after, side by side (a few
+# minutes); writes its table into docs/benchmarks.md.
+bench-surfaces: $(STAMP)
+	$(BIN)/python scripts/bench_surfaces.py --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -25,6 +25,7 @@ step retrieve "$forest" "barley miso salt crust"
 printf '\n\033[1m$ echo "how cold should the kimchi fridge be?" | memory-forest gate\033[0m\n'
 echo "how cold should the kimchi fridge be?" | "$MF" gate "$forest"
 step maintain "$forest"
+step schedule print --scheduler cron --root "$forest"
 
 # Ordinary use never blocks: a hand edit, an editor's swap file, a "see also" link.
 say() { printf '\n\033[1m# %s\033[0m\n' "$*"; }

@@ -24,14 +24,10 @@ import pytest
 
 from memory_forest import operations
 from memory_forest.browse import browse
-from memory_forest.documents import (
-    MAX_FRONTMATTER_DEPTH,
-    FrontmatterError,
-    read_facts,
-    split_frontmatter,
-)
+from memory_forest.documents import read_facts, split_frontmatter
 from memory_forest.errors import ForestError
 from memory_forest.routes import parse_route
+from memory_forest.safe_yaml import MAX_FRONTMATTER_DEPTH, FrontmatterError
 from memory_forest.safety import write_private
 from memory_forest.writers.remember import remember
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import tree_state
 from forestkit import new_forest, write_doc
 
-from memory_forest import gate, operations, retrieve
+from memory_forest import gate, operations, ranking, retrieve
 from memory_forest.gate import MAX_INPUT_BYTES, MAX_TURN_BYTES, MESSAGES
 
 RECEIPT_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
@@ -168,12 +168,12 @@ def test_a_long_turn_reduces_to_its_tail_and_the_rarest_words_before_it(shared_e
         assert gate.reduce_turn(con, turn) == reduced  # deterministic
         tail, rare = reduced.split("\n")
         # Only words some document holds, at most the bound; the log's ids are in none.
-        frequencies = retrieve.document_frequencies(con, rare.split())
+        frequencies = ranking.document_frequencies(con, rare.split())
     finally:
         con.close()
     assert tail.startswith(question)  # the word the cut split went with the head
     assert turn.endswith(tail) and len(tail.encode()) <= gate.TAIL_BYTES
-    assert "kimchi" in rare.split() and len(rare.split()) <= retrieve.MAX_QUERY_TERMS
+    assert "kimchi" in rare.split() and len(rare.split()) <= ranking.MAX_QUERY_TERMS
     assert all(frequencies.values()) and not any(w.startswith("req") for w in rare.split())
 
 
@@ -206,7 +206,7 @@ PREAMBLE = (
 
 def test_a_question_after_sixty_words_of_unrelated_context_is_found(shared_example):
     turn = f"{PREAMBLE} Anyway: how cold should the kimchi fridge be?"
-    assert len(retrieve.query_terms(turn)) > retrieve.MAX_QUERY_TERMS
+    assert len(retrieve.query_terms(turn)) > ranking.MAX_QUERY_TERMS
     code, receipt, _, _ = run_gate(shared_example, turn)
     assert code == 0 and receipt["status"] == "evidence_found"
     assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI

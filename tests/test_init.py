@@ -14,7 +14,7 @@ from conftest import REPO, raises_code, tree_state, write
 from memory_forest import operations
 from memory_forest.layers import LAYERS
 
-EXAMPLE_DIRS = (REPO / "examples" / "synthetic-forest", REPO / "src" / "memory_forest" / "example")
+EXAMPLES = REPO / "examples"
 
 
 def files_under(base: Path) -> dict[str, bytes]:
@@ -157,13 +157,27 @@ def test_example_files_written_match_the_package(example_forest: Path) -> None:
     assert on_disk == packaged
 
 
-def test_readable_and_packaged_examples_are_identical() -> None:
-    readable, packaged = (files_under(base) for base in EXAMPLE_DIRS)
-    assert readable, "examples/synthetic-forest is empty"
-    assert sorted(readable) == sorted(packaged)
-    for rel in readable:
-        assert readable[rel] == packaged[rel], rel
-    assert operations.example_files() == packaged
+def test_the_example_forest_is_kept_only_as_package_data() -> None:
+    # A second copy under examples/ would have to be kept equal by hand; init --example
+    # writes the forest from the package instead.
+    packaged = set(operations.example_files().values())
+    copied = [rel for rel, data in files_under(EXAMPLES).items() if data in packaged]
+    assert copied == [], "examples/ holds copies of src/memory_forest/example/"
+    layer_dirs = {layer.dirname for layer in LAYERS}
+    forests = [path for path in EXAMPLES.rglob("*") if path.is_dir() and path.name in layer_dirs]
+    assert forests == [], "examples/ holds a forest; point at init --example instead"
+
+
+MARKDOWN_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_links_in_the_examples_readmes_lead_to_files_that_exist() -> None:
+    readmes = sorted(EXAMPLES.rglob("*.md"))
+    assert EXAMPLES / "README.md" in readmes
+    for readme in readmes:
+        for target in MARKDOWN_LINK.findall(readme.read_text(encoding="utf-8")):
+            if "://" not in target:
+                assert (readme.parent / target).exists(), f"{readme.relative_to(REPO)}: {target}"
 
 
 def test_example_has_every_kind_of_record(example_forest: Path) -> None:

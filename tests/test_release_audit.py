@@ -147,10 +147,10 @@ def test_synthetic_example_forests_may_hold_daily_and_istm(tmp_path: Path) -> No
 
 @needs_git
 def test_content_rules_apply_inside_examples_too(tmp_path: Path) -> None:
-    repo = git_repo(tmp_path, {"examples/synthetic-forest/05 daily/d.md": f"at {HOME}x\n"})
+    repo = git_repo(tmp_path, {"src/memory_forest/example/05 daily/d.md": f"at {HOME}x\n"})
     code, report, _ = run_audit(repo)
     assert code == 1
-    assert rules(report) == {("home_path", "examples/synthetic-forest/05 daily/d.md", 1)}
+    assert rules(report) == {("home_path", "src/memory_forest/example/05 daily/d.md", 1)}
 
 
 @needs_git

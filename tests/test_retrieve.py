@@ -12,7 +12,7 @@ from forestkit import WORDS, RandomForest, new_forest, skeleton, write_doc, writ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_forest import operations, retrieve
+from memory_forest import operations, ranking, retrieve
 from memory_forest.errors import ForestError
 from memory_forest.queryplan import QueryPlan
 
@@ -428,7 +428,7 @@ def test_no_body_text_in_any_output_unless_asked(tmp_path):
 
 
 def test_words_the_index_lacks_never_crowd_out_the_question(shared_example):
-    filler = " ".join(f"zq{n}x" for n in range(retrieve.MAX_QUERY_TERMS))
+    filler = " ".join(f"zq{n}x" for n in range(ranking.MAX_QUERY_TERMS))
     first = retrieve.retrieve(shared_example, f"kimchi {filler}")
     last = retrieve.retrieve(shared_example, f"{filler} kimchi")
     kimchi = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
@@ -438,7 +438,7 @@ def test_words_the_index_lacks_never_crowd_out_the_question(shared_example):
 
 def test_the_term_bound_keeps_the_rarest_terms(tmp_path):
     root = new_forest(tmp_path, example=True)
-    common = [f"everywhere{n}" for n in range(retrieve.MAX_QUERY_TERMS)]
+    common = [f"everywhere{n}" for n in range(ranking.MAX_QUERY_TERMS)]
     for number in range(4):
         write_doc(root, f"04 stm/kitchen/fermentation/common-{number}.md", f"Common {number}",
                   " ".join(common), f"stm-common-{number}")
@@ -449,11 +449,11 @@ def test_the_term_bound_keeps_the_rarest_terms(tmp_path):
 
     con = connect(root)
     terms = [*common, "saltpangolin", "zzabsentzz"]
-    chosen = retrieve.chosen_terms(con, terms)
-    assert len(chosen) == retrieve.MAX_QUERY_TERMS and "saltpangolin" in chosen
+    chosen = ranking.chosen_terms(con, terms)
+    assert len(chosen) == ranking.MAX_QUERY_TERMS and "saltpangolin" in chosen
     assert "zzabsentzz" not in chosen and chosen == [t for t in terms if t in chosen]
     # Frequencies use the index's own folding and stemming.
-    frequencies = retrieve.document_frequencies(con, ["KIMCHI", "Everywhere0", "fermenting"])
+    frequencies = ranking.document_frequencies(con, ["KIMCHI", "Everywhere0", "fermenting"])
     assert frequencies["Everywhere0"] == 4 and frequencies["KIMCHI"] >= 1
     assert frequencies["fermenting"] >= 1  # stems like 'fermentation' in the index
     con.close()

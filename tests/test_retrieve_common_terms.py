@@ -11,7 +11,7 @@ import random
 import pytest
 from forestkit import skeleton
 
-from memory_forest import index, operations, retrieve
+from memory_forest import index, operations, ranking
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +35,12 @@ def forest(tmp_path_factory):
 def test_scores_equal_plain_bm25_for_every_candidate(forest):
     con = index.connect(forest)
     terms = ["garden", "trellis", "compost"]
-    rare, common = retrieve._split_common(con, terms, min_docs=10)
+    rare, common = ranking.split_common(con, terms, min_docs=10)
     assert common == {"garden"} and rare == ["trellis", "compost"]
-    split, common_found = retrieve._base_scores(con, terms, 50, min_docs=10)
+    split, common_found = ranking.base_scores(con, terms, 50, min_docs=10)
     assert common_found == {"garden"}
     exact = {row[1]: score for row, score in
-             retrieve._hits(con, retrieve._any_of(terms), retrieve.STRUCTURED, 100)}
+             ranking.hits(con, ranking.any_of(terms), ranking.STRUCTURED, 100)}
     assert split, "the rare terms found candidates"
     for path, (_row, score) in split.items():
         assert score == pytest.approx(exact[path])
@@ -51,6 +51,6 @@ def test_scores_equal_plain_bm25_for_every_candidate(forest):
 
 def test_only_common_words_look_at_documents_holding_all_of_them(forest):
     con = index.connect(forest)
-    found, _common = retrieve._base_scores(con, ["garden", "soil"], 5, min_docs=10)
+    found, _common = ranking.base_scores(con, ["garden", "soil"], 5, min_docs=10)
     assert len(found) == 5
     assert all("/leaf-" in path for path in found)

@@ -18,7 +18,7 @@ from memory_forest import cli, operations, schedule
 from memory_forest.errors import ForestError
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "examples" / "automation"
+EXAMPLES = REPO / "examples"
 # A root that needs escaping in every format: space, quotes, %, $, &, <, backslash.
 AWKWARD_NAME = "my forest & <notes> 100% $HOME 'q' \"d\" back\\slash"
 
@@ -213,13 +213,11 @@ def test_print_entry_installs_and_writes_nothing(forest: Path) -> None:
 # --- one source of truth for the templates --------------------------------------------------
 
 
-@pytest.mark.parametrize("name", schedule.template_names())
-def test_examples_match_the_packaged_templates(name: str) -> None:
-    example = (EXAMPLES / name).read_text(encoding="utf-8")
-    assert example == schedule.template_text(name), (
-        f"examples/automation/{name} differs from "
-        f"src/memory_forest/automation_templates/{name}; copy the template over"
-    )
+def test_the_templates_are_kept_only_as_package_data() -> None:
+    # schedule print fills in the packaged templates; a copy under examples/ would drift.
+    names = set(schedule.template_names())
+    copies = [path for path in EXAMPLES.rglob("*") if path.name in names]
+    assert copies == [], "examples/ holds copies of src/memory_forest/automation_templates/"
 
 
 def test_templates_use_only_known_placeholders_and_all_are_filled(forest: Path) -> None:
@@ -232,7 +230,8 @@ def test_templates_use_only_known_placeholders_and_all_are_filled(forest: Path) 
 
 
 def test_the_example_plist_parses_before_it_is_filled_in() -> None:
-    plist = plistlib.loads((EXAMPLES / "org.memory-forest.maintenance.plist.example").read_bytes())
+    template = schedule.template_text("org.memory-forest.maintenance.plist.example")
+    plist = plistlib.loads(template.encode("utf-8"))
     assert plist["ProgramArguments"][0] == "@MEMORY_FOREST_BIN@"
 
 

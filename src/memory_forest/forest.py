@@ -9,7 +9,8 @@ by every phase of the call (the gate's route and retrieve use one
 connection), and closed with the handle.
 
 A function that is handed a path instead of a ``Forest`` wraps it with
-``Forest.of``, so library callers and tests may keep passing paths.
+``Forest.of`` (or ``opened``, which also closes what it opened), so library
+callers and tests may keep passing paths.
 """
 
 from __future__ import annotations
@@ -85,3 +86,25 @@ class Forest:
 
     def __repr__(self) -> str:
         return f"Forest({str(self.root)!r})"
+
+
+class opened:  # lower case: it reads as a call, ``with opened(forest) as forest``
+    """The handle of ``forest`` for one call: a handle passes through, a path is opened.
+
+    At the end only a handle opened here is closed; one the caller passed in
+    stays open, with its config and index connection, for the caller's next
+    phase. A plain class, not ``contextlib``: this is on the per-turn path.
+    """
+
+    __slots__ = ("forest", "owned")
+
+    def __init__(self, forest: Forest | str | os.PathLike[str]) -> None:
+        self.owned = not isinstance(forest, Forest)
+        self.forest = Forest.of(forest)
+
+    def __enter__(self) -> Forest:
+        return self.forest
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.owned:
+            self.forest.close()

@@ -1,8 +1,9 @@
 """The per-turn gate: consult memory before every reply, and say so in a receipt.
 
-``run(root, data)`` takes the bytes of one user turn, runs ``route`` and then
-``retrieve`` on it (always both, in that order, for any non-blank turn) and
-returns one receipt::
+``run(forest, data)`` takes the bytes of one user turn, runs ``route`` and then
+``retrieve`` on it (always both, in that order, for any non-blank turn, on one
+``Forest``: one root check, one config, one index connection) and returns one
+receipt::
 
     {"schema_version": 1, "operation": "memory_forest_gate", "ok": true,
      "status": "evidence_found" | "no_evidence" | "noop",
@@ -56,6 +57,7 @@ from typing import Any, BinaryIO, TextIO
 from . import SCHEMA_VERSION
 from .digest import sha256_hex
 from .errors import ForestError
+from .forest import Forest
 
 OPERATION = "memory_forest_gate"
 MAX_TURN_BYTES = 64 * 1024  # a longer turn is searched through its reduction
@@ -126,7 +128,7 @@ class _Refused(Exception):
 # --- the gate operation ---------------------------------------------------------------------
 
 
-def run(root: str | Path, data: bytes, limit: int = DEFAULT_LIMIT,
+def run(forest: Forest | str | Path, data: bytes, limit: int = DEFAULT_LIMIT,
         strict: bool = False) -> dict[str, Any]:
     """The receipt for one turn given as raw bytes (UTF-8, at most ``MAX_INPUT_BYTES``).
 
@@ -141,33 +143,29 @@ def run(root: str | Path, data: bytes, limit: int = DEFAULT_LIMIT,
             turn = data.decode("utf-8")
         except UnicodeDecodeError:
             raise _Refused("turn_not_utf8") from None
-        return _lookup(root, turn, digest, limit, strict)
+        return _lookup(forest, turn, digest, limit, strict)
     except (Exception, KeyboardInterrupt) as exc:  # the gate's edge: a bounded receipt
         return failure(_code_of(exc), digest)
 
 
-def _lookup(root: str | Path, turn: str, digest: str, limit: int,
+def _lookup(forest: Forest | str | Path, turn: str, digest: str, limit: int,
             strict: bool) -> dict[str, Any]:
     """Route, then retrieve, one turn; both phases run for every non-blank turn."""
     from . import retrieve as retrieval
-    from .index import connect
-    from .safety import open_root
+    from .forest import opened
 
     if not 1 <= limit <= MAX_LIMIT:
         raise _Refused("limit_out_of_range")
     size = len(turn.encode("utf-8"))
     if not turn.strip():
         return _receipt("noop", digest, size, False, [], [], required=False)
-    root_path = open_root(root)
-    # Prove the index is there and readable even for a turn no phase can search.
-    con = connect(root_path)
-    try:
+    with opened(forest) as forest:
+        # Prove the index is there and readable even for a turn no phase can search.
+        con = forest.reader()
         reduced = size > MAX_TURN_BYTES
         query = reduce_turn(con, turn) if reduced else turn
-    finally:
-        con.close()
-    routed = _phase(retrieval.route, root_path, query, limit, strict)
-    found = _phase(retrieval.retrieve, root_path, query, limit, strict)
+        routed = _phase(retrieval.route, forest, query, limit, strict)
+        found = _phase(retrieval.retrieve, forest, query, limit, strict)
     results, trails = routed.get("results", []), found.get("trails", [])
     status = "evidence_found" if results or trails else "no_evidence"
     return _receipt(status, digest, size, reduced, results, trails, required=True)
@@ -181,10 +179,10 @@ def reduce_turn(con: Any, turn: str) -> str:
     usually at the end; of the text before (its last ``HEAD_WINDOW_BYTES``,
     and of those the last ``MAX_HEAD_TERMS`` distinct words), the
     ``MAX_QUERY_TERMS`` words the fewest documents hold
-    (``retrieve.chosen_terms``) are added. Given the same index, the same
+    (``ranking.chosen_terms``) are added. Given the same index, the same
     turn always reduces to the same text.
     """
-    from .retrieve import MAX_QUERY_TERMS, chosen_terms
+    from .ranking import MAX_QUERY_TERMS, chosen_terms
     from .text import query_terms
 
     tail = turn.encode("utf-8")[-TAIL_BYTES:].decode("utf-8", errors="ignore")
@@ -205,9 +203,9 @@ def _first_break(text: str) -> int:
     return next((i for i, ch in enumerate(text) if not ch.isalnum()), 0)
 
 
-def _phase(call: Any, root: Path, turn: str, limit: int, strict: bool) -> dict[str, Any]:
+def _phase(call: Any, forest: Forest, turn: str, limit: int, strict: bool) -> dict[str, Any]:
     try:
-        return call(root, turn, limit=limit, strict=strict)
+        return call(forest, turn, limit=limit, strict=strict)
     except ForestError as exc:
         if exc.code in ("query_not_searchable", "query_empty"):
             return {}  # no searchable word: the phase ran and nothing can match
@@ -272,13 +270,13 @@ def _code_of(exc: BaseException) -> str:
 # --- host adapters --------------------------------------------------------------------------
 
 
-def answer(root: str | Path, raw: bytes, format: str, limit: int,
+def answer(forest: Forest | str | Path, raw: bytes, format: str, limit: int,
            strict: bool = False) -> tuple[dict[str, Any], int]:
     """The object to print and the exit code for one gate run in ``format``."""
     if format not in FORMATS:
         return failure("format_unknown"), 2
     if format == "receipt":
-        receipt = run(root, raw, limit, strict)
+        receipt = run(forest, raw, limit, strict)
         if receipt["ok"]:
             return receipt, 0
         return receipt, 2 if receipt["error"]["code"] in _USAGE else 1
@@ -286,7 +284,7 @@ def answer(root: str | Path, raw: bytes, format: str, limit: int,
         turn = _hook_prompt(raw)
     except (Exception, KeyboardInterrupt) as exc:  # fail closed: the host blocks the turn
         return hook_output(failure(_code_of(exc))), 0
-    return hook_output(run(root, turn, limit, strict)), 0
+    return hook_output(run(forest, turn, limit, strict)), 0
 
 
 def _hook_prompt(raw: bytes) -> bytes:

@@ -30,6 +30,7 @@ from typing import Any
 
 from .envelope import result
 from .errors import ForestError, usage_error
+from .forest import Forest
 
 EVENT = "UserPromptSubmit"
 TIMEOUT_SECONDS = 30
@@ -60,18 +61,18 @@ def gate_command(root: Path, client: Client) -> str:
                        "--format", client.gate_format])
 
 
-def install(client: str, root: str | Path | None = None, settings: str | Path | None = None,
+def install(client: str, root: Forest | str | Path | None = None,
+            settings: str | Path | None = None,
             dry_run: bool = False) -> dict[str, Any]:
     """Add the gate as a ``UserPromptSubmit`` hook; a no-op when it is already there.
 
     Without ``root`` the hook is for the default root (``userconfig``).
     """
     from .index import index_path
-    from .safety import open_root
     from .userconfig import resolve_root
 
-    root = open_root(resolve_root(root))
     client = _client(client)
+    root = Forest.of(resolve_root(root)).root
     path = _settings_path(client, settings)
     old = _load(path)
     data = copy.deepcopy(old.data) if old is not None else {}

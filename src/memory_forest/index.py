@@ -32,6 +32,7 @@ from .testhooks import crash_point
 
 if TYPE_CHECKING:
     from .documents import Facts
+    from .forest import Forest
     from .routes import Route
 
 INDEX_NAME = "index.sqlite3"
@@ -85,11 +86,13 @@ def _refuse_symlinks(root: Path, path: Path) -> None:
                               {"path": os.path.relpath(candidate, root)})
 
 
-def state(root: Path) -> dict[str, Any]:
+def state(forest: Forest | Path) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
-    from .config import load_config
+    from .forest import Forest
     from .safety import walk
 
+    forest = Forest.of(forest)
+    root = forest.root
     if not index_path(root).exists():
         return {"state": "absent"}
     try:
@@ -100,7 +103,7 @@ def state(root: Path) -> dict[str, Any]:
         indexed = store.sizes_and_mtimes(con)
         held = {path: (size, mtime) for path, size, mtime, _ in store.quarantined(con)}
     con.close()
-    listing = walk(root, load_config(root).limits)
+    listing = walk(root, forest.limits)
     on_disk = {e.path: (e.size, e.mtime_ns) for e in listing.files
                if not e.path.startswith(STATE_DIR + "/") and "/" in e.path}
     known = {**held, **indexed}
@@ -326,7 +329,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
+def update_paths(forest: Forest | Path, paths: list[str] | set[str]) -> dict[str, Any]:
     """Re-describe exactly ``paths`` from the disk, in one transaction (writers, under the lock).
 
     Writers check the forest around the files they touch (docs/writing.md),
@@ -337,15 +340,17 @@ def update_paths(root: Path, paths: list[str] | set[str]) -> dict[str, Any]:
     unchanged. ``built_at_ns`` is not moved: files written since the last
     full check stay inside the racy window, and the next ``build`` re-reads them.
     A path the writer checked is no longer quarantined: its quarantine row goes.
+    The limits are the writer's ``Forest``'s, so one write reads its config once.
     """
-    from .config import load_config
     from .documents import read_facts
+    from .forest import Forest
     from .inspect import Snapshot
     from .routes import parse_route
     from .safety import read_regular
 
     started = time.perf_counter()
-    config = load_config(root)
+    forest = Forest.of(forest)
+    root, config = forest.root, forest.config
     snap = Snapshot(root, config)
     absent: list[str] = []
     for rel in sorted(set(paths)):

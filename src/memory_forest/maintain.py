@@ -21,6 +21,7 @@ from typing import Any
 
 from .digest import sha256_hex
 from .errors import ForestError
+from .forest import Forest
 from .issues import summarize
 
 SAMPLE_SIZE = 8
@@ -29,13 +30,12 @@ LOG_MAX_BYTES = 1024 * 1024
 PROBLEMS_EXIT_CODE = 3
 
 
-def maintain(root_arg: str | Path, verify_all: bool = False,
+def maintain(forest: Forest | str | Path, verify_all: bool = False,
              log: str | Path | None = None) -> dict[str, Any]:
     from . import lock
     from .envelope import result
-    from .safety import open_root
 
-    root = open_root(root_arg)
+    root = Forest.of(forest).root
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     started = time.perf_counter()
     run = _Run()

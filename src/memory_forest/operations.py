@@ -14,6 +14,7 @@ from typing import Any
 
 from .envelope import result
 from .errors import ForestError
+from .forest import Forest, opened
 from .issues import has_errors, summarize
 
 # --- init -----------------------------------------------------------------------------------
@@ -133,7 +134,7 @@ def check_result(operation: str, issues: list, counts: dict[str, int]) -> dict[s
 # --- index ---------------------------------------------------------------------------------
 
 
-def index(root_arg: str | Path, full: bool = False, progress: Any = None,
+def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
           wait: float = 0.0) -> dict[str, Any]:
     """Validate and audit, then bring the derived index up to date, holding the lock.
 
@@ -141,33 +142,32 @@ def index(root_arg: str | Path, full: bool = False, progress: Any = None,
     """
     from . import index as forest_index
     from . import lock
-    from .safety import open_root
 
-    root = open_root(root_arg)
-    with lock.held(root, "index --full" if full else "index", wait=wait):
-        summary = forest_index.build(root, full=full, progress=progress)
+    with opened(forest) as forest:
+        with lock.held(forest.root, "index --full" if full else "index", wait=wait):
+            summary = forest_index.build(forest.root, full=full, progress=progress)
+        forest.forget_index()  # a full build replaced the file the handle may have open
     return result("index", **summary)
 
 
 # --- unlock --------------------------------------------------------------------------------
 
 
-def unlock(root_arg: str | Path, stale: bool = False) -> dict[str, Any]:
+def unlock(forest: Forest | str | Path, stale: bool = False) -> dict[str, Any]:
     """Remove a stale lock; a live one, or a call without ``stale``, is refused."""
     from . import lock
     from .errors import usage_error
-    from .safety import open_root
 
     if not stale:
         raise usage_error("unlock_requires_stale",
                           "unlock only removes a stale lock; pass --stale")
-    return result("unlock", removed=lock.unlock_stale(open_root(root_arg)))
+    return result("unlock", removed=lock.unlock_stale(Forest.of(forest).root))
 
 
 # --- doctor ---------------------------------------------------------------------------------
 
 
-def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0,
+def doctor(forest: Forest | str | Path, repair: bool = False, wait: float = 0.0,
            set_aside_journal: bool = False) -> dict[str, Any]:
     """Bounded diagnostics. Fails only when the root cannot be inspected at all.
 
@@ -178,24 +178,31 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0,
     recovered fails with ``journal_corrupt`` and what it still tells;
     ``set_aside_journal`` then moves it aside, once the forest passes audit.
     """
-    import platform
-    import sqlite3
-
-    from . import __version__, store
     from . import lock as locking
-    from .config import load_config
     from .errors import usage_error
-    from .inspect import _route_or_issue
-    from .safety import open_root, walk
 
     locking.check_wait(wait)
     if set_aside_journal and not repair:
         raise usage_error("set_aside_requires_repair",
                           "--set-aside-journal only works with --repair")
-    root = open_root(root_arg)
+    with opened(forest) as forest:
+        return result("doctor", **_diagnose(forest, repair, wait, set_aside_journal))
+
+
+def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
+              ) -> dict[str, Any]:
+    import platform
+    import sqlite3
+
+    from . import __version__, store
+    from . import lock as locking
+    from .inspect import _route_or_issue
+    from .safety import walk
+
+    root = forest.root
     report: dict[str, Any] = {}
     if repair:
-        report["repair"] = _repair(root, wait, set_aside_journal)
+        report["repair"] = _repair(forest, wait, set_aside_journal)
     report.update({
         "versions": {
             "memory_forest": __version__,
@@ -206,7 +213,7 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0,
         "network_required": False,
     })
     try:
-        config = load_config(root)
+        config = forest.config
         report["config"] = {"state": "present" if config.present else "absent",
                             "forest_id": config.forest_id, "limits": config.limits}
     except ForestError as exc:
@@ -226,16 +233,17 @@ def doctor(root_arg: str | Path, repair: bool = False, wait: float = 0.0,
                               "ignored": listing.ignored}
         except ForestError as exc:
             report["walk"] = {"error": exc.to_dict()}
-    report["index"] = _index_state(root)
+    report["index"] = _index_state(forest)
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
-    return result("doctor", **report)
+    return report
 
 
-def _repair(root: Path, wait: float, set_aside_journal: bool) -> dict[str, Any]:
+def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, Any]:
     from . import lock as locking
     from .writers import journal
 
+    root = forest.root
     # Repair is the operator's explicit step, so it clears a stale lock itself (checked
     # again by unlock_stale); a live lock still fails with lock_held, or waits.
     unlocked = None
@@ -243,14 +251,14 @@ def _repair(root: Path, wait: float, set_aside_journal: bool) -> dict[str, Any]:
         unlocked = locking.unlock_stale(root)
     with locking.held(root, "doctor --repair", wait=wait):
         try:
-            recovered = journal.recover(root) or {"action": "none"}
+            recovered = journal.recover(forest) or {"action": "none"}
         except ForestError as exc:
             if exc.code != "journal_corrupt":
                 raise
             if not set_aside_journal:
                 raise _unrecoverable(root, exc) from None
             recovered = _set_aside(root, exc)
-        return {"unlocked": unlocked, "journal": recovered, **_repair_modes(root)}
+        return {"unlocked": unlocked, "journal": recovered, **_repair_modes(forest)}
 
 
 _SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"
@@ -302,7 +310,7 @@ def _set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
             "paths": described.get("paths", [])}
 
 
-def _repair_modes(root: Path) -> dict[str, Any]:
+def _repair_modes(forest: Forest) -> dict[str, Any]:
     """Restore 0700/0600 on whatever the walk found with another mode.
 
     The walk never follows a symlink and skips debris and the tool
@@ -311,12 +319,12 @@ def _repair_modes(root: Path) -> dict[str, Any]:
     the walk is refused, never followed. ``modes`` lists each change;
     ``modes_failed`` what could not be opened (a file with no read permission).
     """
-    from .config import load_config
     from .quarantine import MODE_CODES
     from .safety import walk
 
+    root = forest.root
     try:
-        listing = walk(root, load_config(root).limits)
+        listing = walk(root, forest.limits)
     except ForestError as exc:
         return {"modes": [], "modes_failed": [{"path": ".", "code": exc.code}]}
     changed, failed = [], []
@@ -362,11 +370,11 @@ def _journal_state(root: Path) -> dict[str, Any]:
         return {"state": "invalid", "code": exc.code}
 
 
-def _index_state(root: Path) -> dict[str, Any]:
+def _index_state(forest: Forest) -> dict[str, Any]:
     from . import index as forest_index
 
     try:
-        return forest_index.state(root)
+        return forest_index.state(forest)
     except ForestError as exc:
         return {"state": "invalid", "code": exc.code}
 
@@ -380,7 +388,7 @@ _NEXT_STEP = {
 }
 
 
-def status(root_arg: str | Path) -> dict[str, Any]:
+def status(forest: Forest | str | Path) -> dict[str, Any]:
     """A short readiness summary for an agent: can memory be consulted right now?
 
     ``ready`` is true when the index exists and can be read, so route,
@@ -389,7 +397,7 @@ def status(root_arg: str | Path) -> dict[str, Any]:
     ``--strict`` fails on it), and ``next_step`` says to run ``index``; so do
     quarantined documents, which ``next_step`` counts.
     """
-    report = doctor(root_arg)
+    report = doctor(forest)
     index_state = report["index"]
     counts = report.get("counts", {})
     ready = index_state.get("state") in ("current", "stale")

@@ -109,7 +109,7 @@ def print_entry(
     ``<ROOT>.maintenance.jsonl``, next to the forest like its lock.
     """
     from .envelope import result
-    from .safety import open_root
+    from .forest import Forest
     from .userconfig import resolve_root
 
     if scheduler not in SCHEDULERS:
@@ -118,7 +118,7 @@ def print_entry(
             f"unknown scheduler; choose one of {', '.join(SCHEDULERS)}",
             scheduler=str(scheduler)[:40],
         )
-    forest = open_root(resolve_root(root))
+    forest = Forest.of(resolve_root(root)).root
     program = _program(bin_path)
     run_log = _log(forest, log)
     values = {"MEMORY_FOREST_BIN": str(program), "FOREST_ROOT": str(forest),

@@ -14,7 +14,7 @@ from writerkit import assert_whole, contents, istm_records, same_modulo_neutrali
 
 from memory_forest.documents import read_facts, scan_markdown, split_frontmatter
 from memory_forest.errors import ForestError
-from memory_forest.retrieve import open_document
+from memory_forest.opening import open_document
 from memory_forest.routes import parse_route
 from memory_forest.writers.markdown import clean_text
 from memory_forest.writers.remember import default_title, remember

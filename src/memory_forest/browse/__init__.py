@@ -28,6 +28,7 @@ from typing import Any
 
 from ..envelope import result
 from ..errors import ForestError
+from ..forest import Forest
 
 ASSETS = ("browse.css", "browse.js")
 MARKER = ".memory-forest-site"
@@ -36,14 +37,14 @@ STALE_BUILD_NS = 60 * 10**9  # a build folder without a readable pid is left alo
 MAX_MARKER_BYTES = 4096
 
 
-def browse(root_arg: str | os.PathLike[str], out: str | os.PathLike[str]) -> dict[str, Any]:
-    """Generate the site for the forest at ``root_arg`` into ``out`` (new or empty)."""
+def browse(forest: Forest | str | os.PathLike[str], out: str | os.PathLike[str]
+           ) -> dict[str, Any]:
+    """Generate the site for ``forest`` into ``out`` (new or empty)."""
     from .. import audit as audit_rules
     from .. import validate as validate_rules
     from ..inspect import scan
-    from ..safety import open_root
 
-    root = open_root(root_arg)
+    root = Forest.of(forest).root
     out, state = _check_out(root, out)
     snap = scan(root)
     issues = sorted(set(validate_rules.validate(snap)) | set(audit_rules.audit(snap)))

@@ -14,12 +14,13 @@ from typing import Any
 from urllib.parse import quote
 
 from ..digest import sha256_hex
-from ..documents import FrontmatterError, frontmatter_problem, split_frontmatter
+from ..documents import frontmatter_problem, split_frontmatter
 from ..errors import ForestError
 from ..inspect import Snapshot
 from ..issues import Issue
 from ..layers import LAYERS, Layer
 from ..routes import Route, parse_route
+from ..safe_yaml import FrontmatterError
 from ..safety import read_regular
 
 PAGE_DIR = "doc"

@@ -82,7 +82,7 @@ OPERATIONS = (
         render="trails", tool=RETRIEVE_TOOL, title="Retrieve verified trails",
         result="RetrieveResult"),
     Operation(
-        "open", "memory_forest.retrieve:open_document",
+        "open", "memory_forest.opening:open_document",
         "Print the current body of one document, flagged when it differs from the index.",
         'memory-forest open ~/memory "04 stm/kitchen/fermentation/kimchi-batch-7.md"',
         params=(Param("path", TEXT, "Root-relative path as route and retrieve print it, the same "

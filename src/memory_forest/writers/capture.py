@@ -25,6 +25,7 @@ from typing import Any
 
 from ..digest import sha256_hex
 from ..errors import ForestError
+from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from .redact import redact_value, refuse_secret_name
 from .transaction import Stage, run
@@ -246,16 +247,16 @@ def _stored(stage: Stage, path: str, event_id: str,
 # --- the command ------------------------------------------------------------------------------
 
 
-def capture(root: str | Path, source: str, transaction_id: str | None = None,
+def capture(forest: Forest | str | Path, source: str, transaction_id: str | None = None,
             wait: float = 0.0) -> dict[str, Any]:
     """Read events from a file (or ``-`` for stdin) and capture them in one transaction."""
     from ..safety import read_caller_file
 
     events = parse_input(read_caller_file(source, MAX_INPUT_BYTES, "capture_input"))
-    return capture_events(root, events, transaction_id=transaction_id, wait=wait)
+    return capture_events(forest, events, transaction_id=transaction_id, wait=wait)
 
 
-def capture_events(root: str | Path, events: list[dict[str, Any]],
+def capture_events(forest: Forest | str | Path, events: list[dict[str, Any]],
                    transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
     """Capture events already in memory (from ``parse_input`` or ``inline_events``).
 
@@ -268,4 +269,4 @@ def capture_events(root: str | Path, events: list[dict[str, Any]],
     def prepare(stage: Stage) -> None:
         stage.details.update(stage_events(stage, events)[0])
 
-    return run(root, "capture", events, transaction_id, prepare, wait)
+    return run(forest, "capture", events, transaction_id, prepare, wait)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ForestError
+from ..forest import Forest
 from . import parents, plans
 from .markdown import body_of, clean_text, document, headings, neutralize
 from .transaction import Stage, run
@@ -54,7 +55,7 @@ def resolve_entries(stage: Stage, entry_ids: list[str]) -> dict[str, str]:
     return found
 
 
-def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
+def apply_daily(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("daily", source)
     redactions = plans.redact_text(plan)
 
@@ -87,5 +88,5 @@ def apply_daily(root: str | Path, source: str, wait: float = 0.0) -> dict[str, A
                               "entries": [entry.entry_id for entry in plan.entries],
                               "redactions": redactions})
 
-    return run(root, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
+    return run(forest, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
                prepare, wait)

@@ -48,6 +48,7 @@ from typing import Any
 
 from ..digest import sha256_hex
 from ..errors import ForestError
+from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..layers import STATE_DIR
 from ..safety import (
@@ -419,12 +420,13 @@ def set_aside(root: Path) -> str:
     return f"{STATE_DIR}/{target.name}"
 
 
-def recover(root: Path) -> dict[str, Any] | None:
+def recover(forest: Forest | Path) -> dict[str, Any] | None:
     """Finish or undo an interrupted transaction (caller holds the lock); None if none."""
     from .. import index
-    from ..config import load_config
     from . import receipts
 
+    forest = Forest.of(forest)
+    root = forest.root
     if not pending(root):
         return None
     state_dir = root / STATE_DIR
@@ -437,11 +439,11 @@ def recover(root: Path) -> dict[str, Any] | None:
             shutil.rmtree(state_dir / JOURNAL)
         fsync_dir(state_dir)
         return {"action": "discarded_debris"}
-    max_bytes = load_config(root).limits["max_file_bytes"]
+    max_bytes = forest.limits["max_file_bytes"]
     manifest = journal.manifest
     if manifest["state"] == "written":
         roll_forward(journal, max_bytes)
-        summary = index.update_paths(root, journal.touched) \
+        summary = index.update_paths(forest, journal.touched) \
             if index.index_path(root).exists() else {"mode": "skipped"}
         if receipts.load(root, manifest["transaction_id"]) is None:
             receipts.write(root, receipts.complete(manifest["draft"], summary))
@@ -449,7 +451,7 @@ def recover(root: Path) -> dict[str, Any] | None:
     else:
         rollback(journal, max_bytes)
         if index.index_path(root).exists():
-            index.update_paths(root, journal.touched)
+            index.update_paths(forest, journal.touched)
         action = "rolled_back"
     finish(journal)
     return {"action": action, "transaction_id": manifest["transaction_id"],

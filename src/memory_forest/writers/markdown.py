@@ -21,15 +21,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..documents import (
-    FrontmatterError,
-    frontmatter_problem,
-    load_yaml,
-    scan_markdown,
-    split_frontmatter,
-)
+from ..documents import frontmatter_problem, scan_markdown, split_frontmatter
 from ..errors import ForestError
 from ..routes import check_segment, link_target
+from ..safe_yaml import FrontmatterError, load_yaml
 
 # Keys the tool writes, in the order it writes them. Any other key is the
 # operator's and is preserved byte for byte.

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ForestError
+from ..forest import Forest
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents, plans
 from .daily import entry_text, resolve_entries
@@ -21,7 +22,7 @@ from .redact import Counts, redact_text
 from .transaction import Stage, run
 
 
-def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
+def promote(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("promotion", source)
     route = plan.route
     tree, branch = ltm_path(route.tree), mtm_path(route.tree, route.branch)
@@ -57,5 +58,5 @@ def promote(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
             {"entry_id": entry_id, "disposition": "promoted", "daily": daily[entry_id],
              "target": path} for entry_id in plan.entry_ids], "redactions": redactions})
 
-    return run(root, "promote", plan.model_dump(mode="json"), plan.transaction_id, prepare,
+    return run(forest, "promote", plan.model_dump(mode="json"), plan.transaction_id, prepare,
                wait)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..forest import Forest
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents
 from .capture import check_event, stage_events
@@ -57,7 +58,7 @@ def read_content(raw: bytes) -> str:
         raise usage_error("content_not_utf8", "the input is not UTF-8") from None
 
 
-def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str | None,
+def remember(forest: Forest | str | Path, tree: str, branch: str, leaf: str, title: str | None,
              content: str, source: str = "memory-forest", tree_title: str | None = None,
              branch_title: str | None = None, tag: list[str] | None = None,
              transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
@@ -109,4 +110,4 @@ def remember(root: str | Path, tree: str, branch: str, leaf: str, title: str | N
                               "shard": captured["shard"], "redactions": _added(*stored),
                               "title_ignored": title is not None and not created})
 
-    return run(root, "remember", request, transaction_id, prepare, wait)
+    return run(forest, "remember", request, transaction_id, prepare, wait)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..digest import sha256_hex
 from ..errors import ForestError
+from ..forest import Forest, opened
 from ..layers import XLTM_PATH
 from ..routes import ltm_path, mtm_path, parse_route, stm_path
 from . import parents, plans
@@ -47,16 +48,26 @@ ORDER = {"xltm": 1, "ltm": 2, "mtm": 3, "stm": 4}
 # --- structured-context -----------------------------------------------------------------------
 
 
-def structured_context(root_arg: str | Path, query: str, limit: int = 10) -> dict[str, Any]:
+def structured_context(forest: Forest | str | Path, query: str, limit: int = 10
+                       ) -> dict[str, Any]:
     from .. import retrieve
-    from ..documents import split_frontmatter
     from ..envelope import result
-    from ..safety import open_root
 
-    root = open_root(root_arg)
-    # A plan is made against exactly what the index vouches for: a changed file fails closed.
-    trails = retrieve.retrieve(root, query, limit=limit, strict=True)["trails"]
-    view = View(root)
+    with opened(forest) as forest:
+        # A plan is made against exactly what the index vouches for: a changed file
+        # fails closed.
+        trails = retrieve.retrieve(forest, query, limit=limit, strict=True)["trails"]
+        snapshot, count, documents = _context_documents(View(forest), trails)
+    return result("structured_context", query=query, snapshot_sha256=snapshot,
+                  structured_documents=count, count=len(documents), documents=documents,
+                  body_included=True)
+
+
+def _context_documents(view: View, trails: list[dict[str, Any]]
+                       ) -> tuple[str, int, list[dict[str, Any]]]:
+    """The snapshot hash, the structured count, and the bounded bodies on the trails."""
+    from ..documents import split_frontmatter
+
     try:
         hashes = view.structured_hashes()
         snapshot, count = snapshot_sha256(hashes), len(hashes)
@@ -82,9 +93,7 @@ def structured_context(root_arg: str | Path, query: str, limit: int = 10) -> dic
             budget -= min(len(body), room)
     finally:
         view.close()
-    return result("structured_context", query=query, snapshot_sha256=snapshot,
-                  structured_documents=count, count=len(documents), documents=documents,
-                  body_included=True)
+    return snapshot, count, documents
 
 
 # --- apply-structured -------------------------------------------------------------------------
@@ -101,7 +110,7 @@ def target_path(target: Any) -> str:
     return stm_path(target.tree, target.branch, target.leaf)
 
 
-def apply_structured(root: str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
+def apply_structured(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("structured", source)
     redactions = plans.redact_text(plan)
 
@@ -131,7 +140,7 @@ def apply_structured(root: str | Path, source: str, wait: float = 0.0) -> dict[s
         stage.details.update({"changes": sorted(applied, key=lambda item: item["change"]),
                               "dispositions": dispositions, "redactions": redactions})
 
-    return run(root, "apply_structured", plan.model_dump(mode="json"), plan.transaction_id,
+    return run(forest, "apply_structured", plan.model_dump(mode="json"), plan.transaction_id,
                prepare, wait)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ForestError
+from ..forest import Forest
 from ..routes import mtm_path, parse_route, stm_path
 from . import parents
 from .markdown import check_linkable, check_title, clean_text, neutralize
@@ -66,8 +67,8 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
     return stem, meta, clean_text(body, "record")
 
 
-def supersede(root: str | Path, old_id: str, file: str, transaction_id: str | None = None,
-              wait: float = 0.0) -> dict[str, Any]:
+def supersede(forest: Forest | str | Path, old_id: str, file: str,
+              transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
     from .redact import redact_value
 
     stem, meta, body = read_new_record(file)
@@ -102,4 +103,4 @@ def supersede(root: str | Path, old_id: str, file: str, transaction_id: str | No
         stage.details.update({"path": path, "superseded": old, "id": new_id,
                               "redactions": redactions})
 
-    return run(root, "supersede", request, transaction_id, prepare, wait)
+    return run(forest, "supersede", request, transaction_id, prepare, wait)

@@ -21,8 +21,9 @@ from .. import index, lock
 from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
+from ..forest import Forest, opened
 from ..routes import parse_route
-from ..safety import FILE_MODE, open_root
+from ..safety import FILE_MODE
 from ..testhooks import crash_point
 from . import journal, receipts
 from .check import check
@@ -70,16 +71,29 @@ class Stage:
 Prepare = Callable[[Stage], None]
 
 
-def run(root_arg: str | Path, operation: str, request: Any, transaction_id: str | None,
+def run(forest: Forest | str | Path, operation: str, request: Any, transaction_id: str | None,
         prepare: Prepare, wait: float = 0.0) -> dict[str, Any]:
-    """Run one write transaction and return its receipt as a result."""
-    root = open_root(root_arg)
+    """Run one write transaction and return its receipt as a result.
+
+    Every step reads the limits of the one ``forest``: its config is read once
+    per write, however many steps look at it.
+    """
+    with opened(forest) as forest:
+        return _run(forest, operation, request, transaction_id, prepare, wait)
+
+
+def _run(forest: Forest, operation: str, request: Any, transaction_id: str | None,
+         prepare: Prepare, wait: float) -> dict[str, Any]:
+    root = forest.root
     txid = receipts.check_transaction_id(transaction_id) if transaction_id \
         else receipts.new_transaction_id()
     plan_sha256 = receipts.request_sha256(operation, request)
     extra: dict[str, Any] = {}
     with lock.held(root, operation, wait=wait):
-        recovered = journal.recover(root)
+        # An index connection opened before the lock may hold an index another writer
+        # has since replaced: what this write reads, it reads under the lock.
+        forest.forget_index()
+        recovered = journal.recover(forest)
         if recovered is not None:
             extra["recovered"] = recovered
         prior = receipts.load(root, txid)
@@ -92,7 +106,7 @@ def run(root_arg: str | Path, operation: str, request: Any, transaction_id: str 
             return _result(prior, extra, already_applied=True)
         if not index.index_path(root).exists():
             extra["index_built"] = index.build(root)  # the first write into this forest
-        receipt = _commit(root, operation, txid, plan_sha256, prepare)
+        receipt = _commit(forest, operation, txid, plan_sha256, prepare)
     return _result(receipt, extra, already_applied=False)
 
 
@@ -102,9 +116,10 @@ def _result(receipt: dict[str, Any], extra: dict[str, Any], already_applied: boo
     return result(receipt["operation"], **fields, **extra, already_applied=already_applied)
 
 
-def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
+def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
             prepare: Prepare) -> dict[str, Any]:
-    view = View(root)
+    root = forest.root
+    view = View(forest)
     try:
         stage = Stage(view)
         prepare(stage)
@@ -130,7 +145,7 @@ def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
         **stage.details,
     }
     if not staged:
-        summary = index.update_paths(root, refresh)
+        summary = index.update_paths(forest, refresh)
         receipt = receipts.complete(draft, summary)
         receipts.write(root, receipt)
         return receipt
@@ -139,13 +154,13 @@ def _commit(root: Path, operation: str, txid: str, plan_sha256: str,
     try:
         crash_point("journaled")
         journal.apply(active)
-        summary = index.update_paths(root, [*staged, *refresh])
+        summary = index.update_paths(forest, [*staged, *refresh])
         crash_point("indexed")
         receipt = receipts.complete(draft, summary)
         receipts.write(root, receipt)
         crash_point("receipted")
     except BaseException:
-        _undo(root, active)
+        _undo(forest, active)
         raise
     journal.finish(active)
     return receipt
@@ -161,14 +176,13 @@ def _wider_than_private(root: Path, paths: list[str]) -> list[str]:
                   if stat.S_IMODE(os.lstat(root / path).st_mode) & ~FILE_MODE)
 
 
-def _undo(root: Path, active: journal.Journal) -> None:
+def _undo(forest: Forest, active: journal.Journal) -> None:
     """Restore the before-images after a handled failure; if that fails too, the
     journal stays and the next writer or ``doctor --repair`` finishes the job."""
-    from ..config import load_config
-
+    root = forest.root
     try:
-        journal.rollback(active, load_config(root).limits["max_file_bytes"])
-        index.update_paths(root, active.touched)
+        journal.rollback(active, forest.limits["max_file_bytes"])
+        index.update_paths(forest, active.touched)
         receipt = receipts.relpath(active.manifest["transaction_id"])
         if (root / receipt).exists():
             (root / receipt).unlink()

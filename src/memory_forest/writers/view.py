@@ -18,14 +18,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from pathlib import Path
 from typing import Any
 
 from .. import index, store
-from ..config import Config, load_config
 from ..digest import sha256_hex
 from ..documents import Facts, read_facts
 from ..errors import ForestError
+from ..forest import Forest
 from ..ignore import is_debris
 from ..layers import BY_KEY, LAYERS
 from ..routes import parse_route
@@ -35,11 +34,14 @@ _MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
 
 
 class View:
-    def __init__(self, root: Path, config: Config | None = None) -> None:
-        self.root = root
-        self.config = config or load_config(root)
+    """The writer's reads, over the forest's config and its read-only index connection."""
+
+    def __init__(self, forest: Forest) -> None:
+        self.forest = forest
+        self.root = forest.root
+        self.config = forest.config
         self.max_bytes = self.config.limits["max_file_bytes"]
-        self.con: sqlite3.Connection | None = index.connect(root)
+        self.con: sqlite3.Connection | None = forest.reader()
         self.built_at = store.built_at_ns(self.con)
         self._bytes: dict[str, bytes | None] = {}
         self._facts: dict[str, Facts | None] = {}
@@ -48,8 +50,9 @@ class View:
         self._layers: dict[str, dict[str, str]] = {}
 
     def close(self) -> None:
+        """Let the connection go: the writer is about to change the index under it."""
         if self.con is not None:
-            self.con.close()
+            self.forest.forget_index()
             self.con = None
 
     # --- single files, always from disk ---
