@@ -79,6 +79,11 @@ def _operation(args: list[str]) -> str:
     return first if first.isascii() and first.replace("-", "").isalpha() else "memory-forest"
 
 
+# Characters str.splitlines() takes for a line break that JSON leaves unescaped; written
+# escaped inside strings, so one result is always exactly one line.
+_LINE_BREAKS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\x85\u2028\u2029"}
+
+
 def emit(outcome: dict[str, Any], json_mode: bool, style: str = "generic") -> None:
     if json_mode:
         from .jsonio import dumps
@@ -88,7 +93,7 @@ def emit(outcome: dict[str, Any], json_mode: bool, style: str = "generic") -> No
             import json
 
             text = json.dumps(outcome, sort_keys=True, separators=(",", ":"))
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(text.translate(_LINE_BREAKS) + "\n")
     else:
         from .render import render
 
