@@ -13,10 +13,10 @@ from typing import Any, NamedTuple
 
 from .errors import ForestError
 from .jsonio import StrictJSONError, loads_strict
-from .layers import LAYERS, STATE_DIR
+from .layers import LAYERS
 from .safety import read_regular
+from .statefiles import CONFIG, state_rel
 
-CONFIG_NAME = "forest.json"
 CONFIG_SCHEMA_VERSION = 1
 _FOREST_ID = re.compile(r"[0-9a-f]{32}")
 _KEYS = {"schema_version", "forest_id", "layers", "limits"}
@@ -40,10 +40,6 @@ class Config(NamedTuple):  # read on the per-turn path: no dataclasses import
     schema_version: int = CONFIG_SCHEMA_VERSION
 
 
-def config_path(root: Path) -> Path:
-    return root / STATE_DIR / CONFIG_NAME
-
-
 def new_config_bytes() -> bytes:
     import secrets
 
@@ -63,17 +59,17 @@ def load_config(root: Path) -> Config:
     (it could carry limits from outside the forest), and a FIFO cannot hang
     the read.
     """
-    rel = f"{STATE_DIR}/{CONFIG_NAME}"
+    path = state_rel(CONFIG)
     try:
-        raw = read_regular(root, rel, MAX_CONFIG_BYTES)
+        raw = read_regular(root, path, MAX_CONFIG_BYTES)
     except ForestError as exc:
         if exc.code == "not_found":
             return Config(forest_id=None, present=False)
-        raise ForestError("config_unreadable", f"cannot read {rel} ({exc.code})",
-                          {"path": rel, "reason": exc.code}) from None
+        raise ForestError("config_unreadable", f"cannot read {path} ({exc.code})",
+                          {"path": path, "reason": exc.code}) from None
     except OSError as exc:
-        raise ForestError("config_unreadable", f"cannot read {rel}",
-                          {"path": rel, "error": type(exc).__name__}) from None
+        raise ForestError("config_unreadable", f"cannot read {path}",
+                          {"path": path, "error": type(exc).__name__}) from None
     return parse_config(raw)
 
 
@@ -117,4 +113,4 @@ def _limits(raw: Any) -> dict[str, int]:
 
 
 def _bad(code: str, message: str) -> ForestError:
-    return ForestError(code, message, {"path": f"{STATE_DIR}/{CONFIG_NAME}"})
+    return ForestError(code, message, {"path": state_rel(CONFIG)})

@@ -38,15 +38,13 @@ MAX_MARKER_BYTES = 4096
 
 def browse(root_arg: str | os.PathLike[str], out_arg: str | os.PathLike[str]) -> dict[str, Any]:
     """Generate the site for the forest at ``root_arg`` into ``out_arg`` (new or empty)."""
-    from .. import audit as audit_rules
-    from .. import validate as validate_rules
-    from ..inspect import scan
+    from ..checks import check
     from ..safety import open_root
 
     root = open_root(root_arg)
     out, state = _check_out(root, out_arg)
-    snap = scan(root)
-    issues = sorted(set(validate_rules.validate(snap)) | set(audit_rules.audit(snap)))
+    checked = check(root)
+    snap, issues = checked.snap, checked.issues
     _clear_stale_builds(out)
     build = _claim_build(out)
     try:

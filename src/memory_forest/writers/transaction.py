@@ -23,6 +23,7 @@ from ..envelope import result
 from ..errors import ForestError
 from ..routes import parse_route
 from ..safety import FILE_MODE, open_root
+from ..statefiles import index_path, receipt_rel
 from ..testhooks import crash_point
 from . import journal, receipts
 from .check import check
@@ -90,7 +91,7 @@ def run(root_arg: str | Path, operation: str, request: Any, transaction_id: str 
                                   "request; choose a new id",
                                   {"transaction_id": txid, "operation": prior.get("operation")})
             return _result(prior, extra, already_applied=True)
-        if not index.index_path(root).exists():
+        if not index_path(root).exists():
             extra["index_built"] = index.build(root)  # the first write into this forest
         receipt = _commit(root, operation, txid, plan_sha256, prepare)
     return _result(receipt, extra, already_applied=False)
@@ -169,7 +170,7 @@ def _undo(root: Path, active: journal.Journal) -> None:
     try:
         journal.rollback(active, load_config(root).limits["max_file_bytes"])
         index.update_paths(root, active.touched)
-        receipt = receipts.relpath(active.manifest["transaction_id"])
+        receipt = receipt_rel(active.manifest["transaction_id"])
         if (root / receipt).exists():
             (root / receipt).unlink()
         journal.finish(active)
