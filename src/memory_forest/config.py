@@ -59,17 +59,17 @@ def load_config(root: Path) -> Config:
     (it could carry limits from outside the forest), and a FIFO cannot hang
     the read.
     """
-    path = state_rel(CONFIG)
+    rel = state_rel(CONFIG)
     try:
-        raw = read_regular(root, path, MAX_CONFIG_BYTES)
+        raw = read_regular(root, rel, MAX_CONFIG_BYTES)
     except ForestError as exc:
         if exc.code == "not_found":
             return Config(forest_id=None, present=False)
-        raise ForestError("config_unreadable", f"cannot read {path} ({exc.code})",
-                          {"path": path, "reason": exc.code}) from None
+        raise ForestError("config_unreadable", f"cannot read {rel} ({exc.code})",
+                          {"path": rel, "reason": exc.code}) from None
     except OSError as exc:
-        raise ForestError("config_unreadable", f"cannot read {path}",
-                          {"path": path, "error": type(exc).__name__}) from None
+        raise ForestError("config_unreadable", f"cannot read {rel}",
+                          {"path": rel, "error": type(exc).__name__}) from None
     return parse_config(raw)
 
 

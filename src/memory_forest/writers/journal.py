@@ -360,7 +360,7 @@ def salvage(root: Path) -> dict[str, Any]:
         images[after] = images[before or after] = _string(path)
     return {"transaction_id": fields.get("transaction_id"), "operation": fields.get("operation"),
             "phase": fields.get("state"), "paths": paths,
-            "staged": _staged(root, journal_dir(root), images)}
+            "staged": _staged(root, images)}
 
 
 def _string(literal: str) -> str | None:
@@ -371,11 +371,10 @@ def _string(literal: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _staged(root: Path, folder: Path, images: dict[str, str | None]
-            ) -> list[dict[str, Any]]:
+def _staged(root: Path, images: dict[str, str | None]) -> list[dict[str, Any]]:
     """Each file in the journal; for an image, the path it is of when its sha256 says."""
     try:
-        names = sorted(os.listdir(folder))
+        names = sorted(os.listdir(journal_dir(root)))
     except OSError:
         return []
     staged = []
