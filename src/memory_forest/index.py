@@ -77,7 +77,7 @@ def _check_schema(con: sqlite3.Connection) -> None:
 
 
 def _refuse_symlinks(root: Path, path: Path) -> None:
-    for candidate in (state_dir(root), path):
+    for candidate in (root / STATE_DIR, path):
         if candidate.is_symlink():
             raise ForestError("symlink", "the index path is a symlink; refusing to follow it",
                               {"path": os.path.relpath(candidate, root)})
