@@ -64,7 +64,7 @@ def gate_command(root: Path, client: Client) -> str:
 def install(client_name: str, forest: Forest | str | Path, settings: str | Path | None = None,
             dry_run: bool = False) -> dict[str, Any]:
     """Add the gate as a ``UserPromptSubmit`` hook; a no-op when it is already there."""
-    from .index import index_path
+    from .statefiles import index_path
 
     client = _client(client_name)
     root = Forest.of(forest).root
