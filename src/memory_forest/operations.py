@@ -194,8 +194,8 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
 
     from . import __version__, store
     from . import lock as locking
-    from .snapshot import _route_or_issue
     from .safety import walk
+    from .snapshot import _route_or_issue
 
     root = forest.root
     report: dict[str, Any] = {}
