@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from memory_forest.browse import browse
-    from memory_forest.inspect import scan
+    from memory_forest.snapshot import scan
 
     work = Path(tempfile.mkdtemp(prefix="bench-browse-"))
     try:

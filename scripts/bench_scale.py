@@ -28,7 +28,7 @@ from pathlib import Path
 from forestgen import write_forest
 
 from memory_forest import retrieve
-from memory_forest.index import index_path
+from memory_forest.statefiles import index_path
 
 BRANCHES_PER_TREE = 10
 LEAVES_PER_BRANCH = 20

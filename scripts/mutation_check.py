@@ -121,7 +121,7 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_validate.py", "tests/test_audit.py"),
     ),
     Breakage(
-        "browse renders raw HTML", "browse/markdown.py",
+        "browse renders raw HTML", "browse/safehtml.py",
         (('MarkdownIt("commonmark", {"html": False,', 'MarkdownIt("commonmark", {"html": True,'),
          ('    rules["html_block"] = _render_escaped_block\n'
           '    rules["html_inline"] = _render_escaped\n', "")),

@@ -16,7 +16,7 @@ from conftest import run_cli
 
 from memory_forest import operations
 from memory_forest.browse import browse
-from memory_forest.browse.markdown import render_markdown, safe_href, section_id
+from memory_forest.browse.safehtml import render_markdown, safe_href, section_id
 from memory_forest.errors import ForestError
 from memory_forest.safety import makedirs_private, write_private
 

@@ -14,12 +14,12 @@ from conftest import raises_code, write
 from memory_forest import operations
 from memory_forest.config import (
     DEFAULT_LIMITS,
-    config_path,
     load_config,
     new_config_bytes,
     parse_config,
 )
 from memory_forest.layers import LAYERS
+from memory_forest.statefiles import config_path
 
 GOOD = {
     "schema_version": 1,

@@ -10,7 +10,7 @@ import stat
 
 from memory_forest import maintain as maintenance
 from memory_forest import operations
-from memory_forest.index import index_path
+from memory_forest.statefiles import index_path
 
 
 def test_summary_has_every_step_with_durations_and_counts(example):

@@ -14,7 +14,7 @@ import yaml
 
 from memory_forest import operations
 from memory_forest.browse import browse
-from memory_forest.inspect import scan
+from memory_forest.snapshot import scan
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .errors import ForestError
-from .inspect import Snapshot
 from .issues import Issue
 from .layers import BY_DIR
 from .routes import Route, link_target, parse_route
+from .snapshot import Snapshot
 
 
 def audit(snap: Snapshot) -> list[Issue]:

@@ -13,10 +13,10 @@ from typing import Any, NamedTuple
 
 from .errors import ForestError
 from .jsonio import StrictJSONError, loads_strict
-from .layers import LAYERS, STATE_DIR
+from .layers import LAYERS
 from .safety import read_regular
+from .statefiles import CONFIG, state_rel
 
-CONFIG_NAME = "forest.json"
 CONFIG_SCHEMA_VERSION = 1
 _FOREST_ID = re.compile(r"[0-9a-f]{32}")
 _KEYS = {"schema_version", "forest_id", "layers", "limits"}
@@ -40,10 +40,6 @@ class Config(NamedTuple):  # read on the per-turn path: no dataclasses import
     schema_version: int = CONFIG_SCHEMA_VERSION
 
 
-def config_path(root: Path) -> Path:
-    return root / STATE_DIR / CONFIG_NAME
-
-
 def new_config_bytes() -> bytes:
     import secrets
 
@@ -63,7 +59,7 @@ def load_config(root: Path) -> Config:
     (it could carry limits from outside the forest), and a FIFO cannot hang
     the read.
     """
-    rel = f"{STATE_DIR}/{CONFIG_NAME}"
+    rel = state_rel(CONFIG)
     try:
         raw = read_regular(root, rel, MAX_CONFIG_BYTES)
     except ForestError as exc:
@@ -117,4 +113,4 @@ def _limits(raw: Any) -> dict[str, int]:
 
 
 def _bad(code: str, message: str) -> ForestError:
-    return ForestError(code, message, {"path": f"{STATE_DIR}/{CONFIG_NAME}"})
+    return ForestError(code, message, {"path": state_rel(CONFIG)})

@@ -25,17 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 from . import store
 from .errors import ForestError
-from .layers import STATE_DIR
 from .safety import FILE_MODE, Entry, mkdir_private
+from .statefiles import STATE_DIR, index_path, index_temp_path, state_dir
 from .store import INDEX_SCHEMA_VERSION
 from .testhooks import crash_point
 
 if TYPE_CHECKING:
+    from .checks import Checked, Recorder
     from .documents import Facts
     from .forest import Forest
+    from .quarantine import Triage
     from .routes import Route
 
-INDEX_NAME = "index.sqlite3"
 # How files are read into facts. Facts cached by an index built under other reading rules
 # (a frontmatter the old rules accepted may be refused now) are not reused: the next
 # incremental build starts over. Bump it when documents.py reads a file differently.
@@ -43,9 +44,6 @@ READER_VERSION = "2"
 # A file modified within this window of the last build may have changed
 # without its mtime moving (coarse timestamps); such files are re-hashed.
 RACY_WINDOW_NS = 2_000_000_000
-
-def index_path(root: Path) -> Path:
-    return root / STATE_DIR / INDEX_NAME
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -178,32 +176,44 @@ def build(root: Path, full: bool = False, progress: Progress | None = None) -> d
     Only a forest-level fault raises; a document with an error is quarantined
     and reported in ``problems``.
     """
-    from .audit import audit
-    from .inspect import scan
-    from .quarantine import triage
-    from .validate import validate
-
     started = time.perf_counter()
-    previous = load_previous(root, full)
-    snap = scan(root, reuse=previous.reuse if previous.facts else None, keep_text=True)
-    checked = triage(sorted(set(validate(snap)) | set(audit(snap))), snap.dirs)
-    counts = apply(root, snap, previous, checked, progress)
-    rebuilt = {"rebuilt": previous.rebuilt} if previous.rebuilt else {}
-    return {**counts, **rebuilt, **checked.fields(),
-            "warnings": checked.counts()["warnings"],
+    _, triage, written = refresh(root, full, progress)
+    return {**written, **triage.fields(), "warnings": triage.counts()["warnings"],
             "seconds": round(time.perf_counter() - started, 4)}
 
 
-def apply(root: Path, snap, previous: Previous, checked, progress: Progress | None = None
+def refresh(root: Path, full: bool = False, progress: Progress | None = None,
+            recorder: Recorder | None = None) -> tuple[Checked, Triage, dict[str, Any]]:
+    """The steps of a build: reuse what the index knows, check the forest, triage, apply.
+
+    ``build`` reports what they did; ``maintain`` hands in a ``recorder`` to
+    time them (``scan``, ``validate``, ``audit``, ``index``) and goes on to
+    verify the index against the check. Returns the check, its triage and the
+    counts of the write, with ``rebuilt`` when an incremental build had to
+    start over.
+    """
+    from .checks import check, timed
+
+    previous = load_previous(root, full)
+    checked = check(root, reuse=previous.reuse if previous.facts else None, keep_text=True,
+                    recorder=recorder)
+    triage = checked.triage()  # a forest-level fault raises here, before any write
+    written = timed(recorder, "index",
+                    lambda: apply(root, checked.snap, previous, triage, progress), dict)
+    rebuilt = {"rebuilt": previous.rebuilt} if previous.rebuilt else {}
+    return checked, triage, {**written, **rebuilt}
+
+
+def apply(root: Path, snap, previous: Previous, triage: Triage, progress: Progress | None = None
           ) -> dict:
     """Write a checked snapshot into the index: incrementally when there is one, else fully.
 
-    ``checked`` (a ``quarantine.Triage``) names the paths left out; they get
+    ``triage`` names the paths left out; they get
     quarantine rows instead of documents.
     """
     now_ns = time.time_ns()
-    docs = {path: facts for path, facts in snap.facts.items() if path not in checked.quarantined}
-    held = _quarantine_rows(snap, checked)
+    docs = {path: facts for path, facts in snap.facts.items() if path not in triage.quarantined}
+    held = _quarantine_rows(snap, triage)
     if previous.facts:
         counts = _apply_incremental(index_path(root), snap, docs, held, previous.facts, now_ns,
                                     progress)
@@ -212,7 +222,7 @@ def apply(root: Path, snap, previous: Previous, checked, progress: Progress | No
     return {"mode": "full", **counts, "documents": len(docs)}
 
 
-def _quarantine_rows(snap, checked) -> list[tuple[str | bytes, int, int, str]]:
+def _quarantine_rows(snap, triage: Triage) -> list[tuple[str | bytes, int, int, str]]:
     """One row per quarantined file the walk listed (symlinks and special files have none).
 
     A file name that is not UTF-8 (the walk holds its bytes as surrogate
@@ -223,9 +233,9 @@ def _quarantine_rows(snap, checked) -> list[tuple[str | bytes, int, int, str]]:
 
     from .jsonio import dumps, is_utf8
 
-    problems = checked.by_path()
+    problems = triage.by_path()
     rows: list[tuple[str | bytes, int, int, str]] = []
-    for path in sorted(checked.quarantined):
+    for path in sorted(triage.quarantined):
         if path not in snap.entries:
             continue
         issues = [issue.to_dict() for issue in problems[path]]
@@ -240,10 +250,9 @@ def _quarantine_rows(snap, checked) -> list[tuple[str | bytes, int, int, str]]:
 
 def _rebuild(root: Path, path: Path, snap, docs: dict, held: list, now_ns: int,
              progress: Progress | None) -> dict:
-    state_dir = root / STATE_DIR
-    if not state_dir.exists():
-        mkdir_private(state_dir)
-    tmp = state_dir / f".{INDEX_NAME}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    if not state_dir(root).exists():
+        mkdir_private(state_dir(root))
+    tmp = index_temp_path(root)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     os.close(fd)
     try:
@@ -344,9 +353,9 @@ def update_paths(forest: Forest | Path, paths: list[str] | set[str]) -> dict[str
     """
     from .documents import read_facts
     from .forest import Forest
-    from .inspect import Snapshot
     from .routes import parse_route
     from .safety import read_regular
+    from .snapshot import Snapshot
 
     started = time.perf_counter()
     forest = Forest.of(forest)

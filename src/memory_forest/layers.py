@@ -42,7 +42,6 @@ BY_KEY: dict[str, Layer] = {layer.key: layer for layer in LAYERS}
 BY_DIR: dict[str, Layer] = {layer.dirname: layer for layer in LAYERS}
 BY_NUMBER: dict[int, Layer] = {layer.number: layer for layer in LAYERS}
 
-STATE_DIR = ".memory-forest"
 XLTM_PATH = "01 xltm/XLTM.md"
 LTM_SUFFIX = "_LTM"
 

@@ -15,14 +15,13 @@ import datetime as dt
 import os
 import random
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .checks import Recorder, elapsed_ms
 from .digest import sha256_hex
 from .errors import ForestError
 from .forest import Forest
-from .issues import summarize
 
 SAMPLE_SIZE = 8
 LOG_MAX_BYTES = 1024 * 1024
@@ -41,7 +40,7 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
     run = _Run()
     try:
         with lock.interruptible():
-            owner = run.step("lock", lambda: (lock.acquire(root, "maintain"), {})[0])
+            owner = run.step("lock", lambda: lock.acquire(root, "maintain"))
             try:
                 outcome = _checked_run(root, run, verify_all)
             finally:
@@ -51,7 +50,7 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
     except lock.Interrupted as exc:  # systemd stop, timeout: logged like any other run
         outcome = _interrupted(exc)
     summary = result("maintain", ok="error" not in outcome, started_at=started_at,
-                     duration_ms=_ms(started), steps=run.steps,
+                     duration_ms=elapsed_ms(started), steps=run.steps,
                      **{"problems": run.problems, "quarantined": run.quarantined,
                         "counts": run.counts, **outcome})
     if log is not None:
@@ -63,60 +62,37 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
     return summary
 
 
-class _Run:
-    """Collects per-step durations and counts as the run goes."""
+class _Run(Recorder):
+    """The steps as they go, and what the check left out of the index."""
 
     def __init__(self) -> None:
-        self.steps: dict[str, dict[str, Any]] = {}
+        super().__init__()
         self.problems: list[dict[str, str]] = []
         self.quarantined = 0
-        self.counts: dict[str, int] = {}
-
-    def step(self, name: str, call: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        try:
-            value = call()
-        except ForestError:
-            self.steps[name] = {"ok": False, "duration_ms": _ms(started)}
-            raise
-        counts = value[1] if isinstance(value, tuple) else {}
-        self.steps[name] = {"ok": True, "duration_ms": _ms(started), **counts}
-        return value
 
 
 def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
     from . import index
-    from .audit import audit
-    from .inspect import scan
-    from .quarantine import triage
-    from .validate import validate
     from .writers import journal
 
-    run.step("journal", lambda: (None, _recovered(journal.recover(root))))
-    previous = index.load_previous(root)
-    snap = run.step("scan", lambda: _scanned(scan(root, reuse=previous.reuse if previous.facts
-                                                       else None, keep_text=True)))[0]
-    run.counts = snap.layer_counts()
-    found = []
-    for name, rules in (("validate", validate), ("audit", audit)):
-        found += run.step(name, lambda rules=rules: _counted(rules(snap)))[0]
-    checked = triage(sorted(set(found)), snap.dirs)  # a forest-level fault raises here
-    run.problems = [issue.to_dict() for issue in checked.problems]
-    run.quarantined = len(checked.quarantined)
-    run.step("index", lambda: (None, index.apply(root, snap, previous, checked)))
-    expected = set(snap.facts) - checked.quarantined
-    verified = run.step("verify", lambda: _verify(root, snap, expected, verify_all))[1]
+    run.step("journal", lambda: journal.recover(root), _recovered)
+    checked, triage, _ = index.refresh(root, recorder=run)  # a forest-level fault raises here
+    run.problems = [issue.to_dict() for issue in triage.problems]
+    run.quarantined = len(triage.quarantined)
+    expected = set(checked.snap.facts) - triage.quarantined
+    verified = run.step("verify", lambda: _verify(root, checked.snap, expected, verify_all),
+                        dict)
     if verified["mismatched"]:
         run.steps["verify"]["ok"] = False
         return {"error": {"code": "index_mismatch",
                           "message": "the index disagrees with the files; run "
                           "'memory-forest index ROOT --full'", "details": verified}}
-    return _problems(checked)
+    return _problems(triage)
 
 
-def _problems(checked) -> dict[str, Any]:
+def _problems(triage) -> dict[str, Any]:
     """A run that quarantined documents built the index, but must not look clean."""
-    counts = checked.counts()
+    counts = triage.counts()
     if not counts["errors"]:
         return {}
     return {"exit_code": PROBLEMS_EXIT_CODE,
@@ -142,20 +118,7 @@ def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:
     return {"recovered": 1, "action": outcome["action"]}
 
 
-def _scanned(snap) -> tuple[Any, dict[str, int]]:
-    return snap, {"files": len(snap.facts), "read": len(snap.texts)}
-
-
-def _counted(found: list) -> tuple[list, dict[str, int]]:
-    """Issues as indexing grades them (a wide mode is a warning), with their counts."""
-    from .quarantine import for_indexing
-
-    graded = for_indexing(found)
-    return graded, summarize(graded)
-
-
-def _verify(root: Path, snap, expected: set[str], verify_all: bool
-            ) -> tuple[None, dict[str, Any]]:
+def _verify(root: Path, snap, expected: set[str], verify_all: bool) -> dict[str, Any]:
     """Compare the index with the files: every path always, hashes of a sample or of all.
 
     ``expected`` are the paths that should have rows: the documents not quarantined.
@@ -176,8 +139,8 @@ def _verify(root: Path, snap, expected: set[str], verify_all: bool
         data = read_regular(root, path, limit)
         if sha256_hex(data) != indexed[path]:
             mismatched.append(path)
-    return None, {"mode": "all" if verify_all else "sample", "checked": len(paths),
-                  "mismatched": len(mismatched)}
+    return {"mode": "all" if verify_all else "sample", "checked": len(paths),
+            "mismatched": len(mismatched)}
 
 
 def append_log(path: Path, summary: dict[str, Any]) -> None:
@@ -209,7 +172,3 @@ def append_log(path: Path, summary: dict[str, Any]) -> None:
         os.write(fd, line.encode("utf-8"))
     finally:
         os.close(fd)
-
-
-def _ms(started: float) -> int:
-    return round((time.perf_counter() - started) * 1000)

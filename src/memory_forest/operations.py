@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .envelope import result
 from .errors import ForestError
 from .forest import Forest, opened
 from .issues import has_errors, summarize
+
+if TYPE_CHECKING:
+    from .checks import Checked
 
 # --- init -----------------------------------------------------------------------------------
 
@@ -23,8 +26,9 @@ from .issues import has_errors, summarize
 def init(target: str | Path, example: bool = False) -> dict[str, Any]:
     """Create a new private forest at a path that does not exist yet."""
     from .config import new_config_bytes
-    from .layers import LAYERS, STATE_DIR
+    from .layers import LAYERS
     from .safety import mkdir_private, write_private
+    from .statefiles import config_path, state_dir
 
     target = Path(os.path.abspath(os.fspath(target)))
     _check_init_target(target)
@@ -34,8 +38,8 @@ def init(target: str | Path, example: bool = False) -> dict[str, Any]:
     try:
         for layer in LAYERS:
             mkdir_private(staging / layer.dirname)
-        mkdir_private(staging / STATE_DIR)
-        write_private(staging / STATE_DIR / "forest.json", new_config_bytes())
+        mkdir_private(state_dir(staging))
+        write_private(config_path(staging), new_config_bytes())
         written = _write_example(staging) if example else []
         if os.path.lexists(target):
             raise ForestError("init_target_exists", "the target appeared while init was running")
@@ -95,31 +99,25 @@ def _write_example(staging: Path) -> list[str]:
 
 
 def validate(root: str | Path) -> dict[str, Any]:
-    return _check("validate", root, with_audit=False)
+    from .checks import check
+
+    return _report("validate", check(root, audit=False))
 
 
 def audit(root: str | Path) -> dict[str, Any]:
-    return _check("audit", root, with_audit=True)
+    from .checks import check
+
+    return _report("audit", check(root))
 
 
-def _check(operation: str, root: str | Path, with_audit: bool) -> dict[str, Any]:
-    from . import audit as audit_rules
-    from . import validate as validate_rules
-    from .inspect import scan
-
-    snap = scan(root)
-    issues = validate_rules.validate(snap)
-    if with_audit:
-        issues = sorted(set(issues) | set(audit_rules.audit(snap)))
-    return check_result(operation, issues, snap.layer_counts())
-
-
-def check_result(operation: str, issues: list, counts: dict[str, int]) -> dict[str, Any]:
+def _report(operation: str, checked: Checked) -> dict[str, Any]:
+    """Every issue, strictly graded: any error fails the operation with ``<operation>_failed``."""
+    issues = checked.issues
     summary = summarize(issues)
     fields: dict[str, Any] = {
         "issues": [issue.to_dict() for issue in issues],
         "summary": summary,
-        "counts": counts,
+        "counts": checked.snap.layer_counts(),
     }
     ok = not has_errors(issues)
     if not ok:
@@ -196,8 +194,8 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
 
     from . import __version__, store
     from . import lock as locking
-    from .inspect import _route_or_issue
     from .safety import walk
+    from .snapshot import _route_or_issue
 
     root = forest.root
     report: dict[str, Any] = {}
@@ -285,26 +283,26 @@ def _set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
     stays, with its images, and the operator fixes the files named first.
     """
     from . import index
-    from .layers import STATE_DIR
+    from .checks import check
     from .quarantine import MODE_CODES
+    from .statefiles import JOURNAL, index_path, state_rel
     from .writers import journal
 
     described = journal.describe(root)
-    checked = audit(root)
-    inside = f"{STATE_DIR}/{journal.JOURNAL}"  # the journal's own oddities are why it goes
-    problems = [issue for issue in checked["issues"]
-                if issue["level"] == "error" and issue["code"] not in MODE_CODES
-                and issue["path"] != inside and not issue["path"].startswith(inside + "/")]
+    inside = state_rel(JOURNAL)  # the journal's own oddities are why it goes
+    problems = [issue for issue in check(root).issues
+                if issue.level == "error" and issue.code not in MODE_CODES
+                and issue.path != inside and not issue.path.startswith(inside + "/")]
     if problems:
         raise ForestError("journal_set_aside_refused", "the forest does not pass audit, so the "
                           "journal was left in place; fix the files 'memory-forest audit ROOT' "
                           "names (the journal's before-N files hold their old bytes), then "
                           "run this again",
                           {"errors": len(problems),
-                           "paths": sorted({issue["path"] for issue in problems})[:50],
+                           "paths": sorted({issue.path for issue in problems})[:50],
                            "journal": described})
     where = journal.set_aside(root)
-    if index.index_path(root).exists():
+    if index_path(root).exists():
         index.build(root)  # the journal's files may be newer than their index rows
     return {"action": "set_aside", "set_aside": where, "reason": exc.code,
             "paths": described.get("paths", [])}

@@ -193,7 +193,7 @@ def _log(root: Path, log_path: str | os.PathLike[str] | None) -> Path:
     if log_path is None:
         return root.with_name(root.name + LOG_SUFFIX)
     log = Path(os.path.abspath(os.fspath(log_path)))
-    from .layers import STATE_DIR
+    from .statefiles import STATE_DIR
 
     inside = log == root or root in log.parents
     if inside and (root / STATE_DIR) not in log.parents:

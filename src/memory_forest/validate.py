@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .inspect import Snapshot
 from .issues import Issue
 from .layers import LAYERS
 from .routes import casefold_key
+from .snapshot import Snapshot
 
 
 def validate(snap: Snapshot) -> list[Issue]:

@@ -40,14 +40,12 @@ MAX_MARKER_BYTES = 4096
 def browse(forest: Forest | str | os.PathLike[str], out: str | os.PathLike[str]
            ) -> dict[str, Any]:
     """Generate the site for ``forest`` into ``out`` (new or empty)."""
-    from .. import audit as audit_rules
-    from .. import validate as validate_rules
-    from ..inspect import scan
+    from ..checks import check
 
     root = Forest.of(forest).root
     out, state = _check_out(root, out)
-    snap = scan(root)
-    issues = sorted(set(validate_rules.validate(snap)) | set(audit_rules.audit(snap)))
+    checked = check(root)
+    snap, issues = checked.snap, checked.issues
     _clear_stale_builds(out)
     build = _claim_build(out)
     try:

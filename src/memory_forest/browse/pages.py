@@ -16,7 +16,7 @@ from typing import Any
 
 from ..jsonio import loads_strict
 from ..layers import LAYERS, XLTM_PATH
-from .markdown import event_id, render_markdown, section_id
+from .safehtml import event_id, render_markdown, section_id
 from .site import Doc, Site, href
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "

@@ -16,12 +16,12 @@ from urllib.parse import quote
 from ..digest import sha256_hex
 from ..documents import frontmatter_problem, split_frontmatter
 from ..errors import ForestError
-from ..inspect import Snapshot
 from ..issues import Issue
 from ..layers import LAYERS, Layer
 from ..routes import Route, parse_route
 from ..safe_yaml import FrontmatterError
 from ..safety import read_regular
+from ..snapshot import Snapshot
 
 PAGE_DIR = "doc"
 MAX_NAME_BYTES = 255

@@ -17,10 +17,10 @@ from typing import Any
 from ..audit import audit
 from ..documents import Facts, read_facts
 from ..errors import ForestError
-from ..inspect import Snapshot
 from ..issues import Issue, has_errors, summarize
 from ..layers import BY_DIR, LAYERS
 from ..routes import ancestors, parse_route
+from ..snapshot import Snapshot
 from ..validate import validate
 from .view import View
 

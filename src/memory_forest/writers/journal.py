@@ -50,7 +50,6 @@ from ..digest import sha256_hex
 from ..errors import ForestError
 from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
-from ..layers import STATE_DIR
 from ..safety import (
     DIR_MODE,
     fsync_dir,
@@ -59,11 +58,18 @@ from ..safety import (
     write_new_private,
     write_private,
 )
+from ..statefiles import (
+    JOURNAL,
+    JOURNAL_SET_ASIDE_PREFIX,
+    JOURNAL_STAGING_PREFIX,
+    MANIFEST,
+    STATE_DIR,
+    index_path,
+    journal_dir,
+    state_rel,
+)
 from ..testhooks import crash_point
 
-JOURNAL = "journal"
-STAGING_PREFIX = "journal-staging-"
-MANIFEST = "manifest.json"
 FORMAT = 1
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 
@@ -82,7 +88,7 @@ class Journal:
 
     @property
     def dir(self) -> Path:
-        return self.root / STATE_DIR / JOURNAL
+        return journal_dir(self.root)
 
     @property
     def entries(self) -> list[dict[str, Any]]:
@@ -101,7 +107,7 @@ def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, by
           draft: dict[str, Any]) -> Journal:
     """Stage before- and after-images and publish the journal (state ``prepared``)."""
     state_dir = root / STATE_DIR
-    staging = state_dir / f"{STAGING_PREFIX}{os.urandom(6).hex()}"
+    staging = state_dir / f"{JOURNAL_STAGING_PREFIX}{os.urandom(6).hex()}"
     mkdir_private(staging)
     try:
         # The staging directory is new and private, and appears as journal/ only by the
@@ -249,7 +255,7 @@ def pending(root: Path) -> bool:
         names = os.listdir(state_dir)
     except FileNotFoundError:
         return False
-    return any(name == JOURNAL or name.startswith(STAGING_PREFIX) for name in names)
+    return any(name == JOURNAL or name.startswith(JOURNAL_STAGING_PREFIX) for name in names)
 
 
 def describe(root: Path) -> dict[str, Any]:
@@ -279,7 +285,7 @@ def describe(root: Path) -> dict[str, Any]:
 def load(root: Path) -> Journal | None:
     journal = Journal(root)
     try:
-        raw = read_regular(root, f"{STATE_DIR}/{JOURNAL}/{MANIFEST}", MAX_MANIFEST_BYTES)
+        raw = read_regular(root, state_rel(JOURNAL, MANIFEST), MAX_MANIFEST_BYTES)
     except ForestError as exc:
         if exc.code == "not_found":
             return None
@@ -320,12 +326,11 @@ def _well_formed(manifest: dict[str, Any]) -> bool:
 
 def _unreadable(what: str) -> ForestError:
     return ForestError("journal_corrupt", f"{what}; run 'memory-forest doctor ROOT --repair' "
-                       "to see what it names", {"path": f"{STATE_DIR}/{JOURNAL}/{MANIFEST}"})
+                       "to see what it names", {"path": state_rel(JOURNAL, MANIFEST)})
 
 
 # --- a corrupt journal --------------------------------------------------------------------------
 
-SET_ASIDE_PREFIX = "journal.set-aside-"
 # A manifest's entries as they appear in the text ``dumps`` writes, found even when the
 # JSON around them is cut short or damaged.
 _NAMED_PATH = re.compile(r'"path":"((?:[^"\\]|\\.)*)"')
@@ -344,9 +349,8 @@ def salvage(root: Path) -> dict[str, Any]:
     Nothing here is trusted to drive a recovery; it is shown so the operator can
     check those files before setting the journal aside.
     """
-    journal_dir = root / STATE_DIR / JOURNAL
     try:
-        raw = read_regular(root, f"{STATE_DIR}/{JOURNAL}/{MANIFEST}", MAX_MANIFEST_BYTES)
+        raw = read_regular(root, state_rel(JOURNAL, MANIFEST), MAX_MANIFEST_BYTES)
     except ForestError:
         raw = b""
     text = raw.decode("utf-8", "replace")
@@ -357,7 +361,7 @@ def salvage(root: Path) -> dict[str, Any]:
         images[after] = images[before or after] = _string(path)
     return {"transaction_id": fields.get("transaction_id"), "operation": fields.get("operation"),
             "phase": fields.get("state"), "paths": paths,
-            "staged": _staged(root, journal_dir, images)}
+            "staged": _staged(root, images)}
 
 
 def _string(literal: str) -> str | None:
@@ -368,17 +372,16 @@ def _string(literal: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _staged(root: Path, journal_dir: Path, images: dict[str, str | None]
-            ) -> list[dict[str, Any]]:
+def _staged(root: Path, images: dict[str, str | None]) -> list[dict[str, Any]]:
     """Each file in the journal; for an image, the path it is of when its sha256 says."""
     try:
-        names = sorted(os.listdir(journal_dir))
+        names = sorted(os.listdir(journal_dir(root)))
     except OSError:
         return []
     staged = []
     for name in names:
         try:
-            data = read_regular(root, f"{STATE_DIR}/{JOURNAL}/{name}", MAX_MANIFEST_BYTES)
+            data = read_regular(root, state_rel(JOURNAL, name), MAX_MANIFEST_BYTES)
         except ForestError:
             staged.append({"name": name, "size": None, "of": None})
             continue
@@ -392,7 +395,7 @@ def _set_aside_names(root: Path) -> list[str]:
         names = os.listdir(root / STATE_DIR)
     except OSError:
         return []
-    return sorted(f"{STATE_DIR}/{name}" for name in names if name.startswith(SET_ASIDE_PREFIX))
+    return sorted(state_rel(name) for name in names if name.startswith(JOURNAL_SET_ASIDE_PREFIX))
 
 
 def set_aside(root: Path) -> str:
@@ -406,18 +409,18 @@ def set_aside(root: Path) -> str:
 
     state_dir = root / STATE_DIR
     for name in os.listdir(state_dir):
-        if name.startswith(STAGING_PREFIX):
+        if name.startswith(JOURNAL_STAGING_PREFIX):
             shutil.rmtree(state_dir / name)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target, n = state_dir / f"{SET_ASIDE_PREFIX}{stamp}", 1
+    target, n = state_dir / f"{JOURNAL_SET_ASIDE_PREFIX}{stamp}", 1
     while os.path.lexists(target):
         n += 1
-        target = state_dir / f"{SET_ASIDE_PREFIX}{stamp}-{n}"
+        target = state_dir / f"{JOURNAL_SET_ASIDE_PREFIX}{stamp}-{n}"
     os.rename(state_dir / JOURNAL, target)
     if stat.S_ISDIR(os.lstat(target).st_mode):  # a symlink moved aside is never followed
         os.chmod(target, DIR_MODE)
     fsync_dir(state_dir)
-    return f"{STATE_DIR}/{target.name}"
+    return state_rel(target.name)
 
 
 def recover(forest: Forest | Path) -> dict[str, Any] | None:
@@ -431,7 +434,7 @@ def recover(forest: Forest | Path) -> dict[str, Any] | None:
         return None
     state_dir = root / STATE_DIR
     for name in os.listdir(state_dir):
-        if name.startswith(STAGING_PREFIX):
+        if name.startswith(JOURNAL_STAGING_PREFIX):
             shutil.rmtree(state_dir / name)
     journal = load(root) if (state_dir / JOURNAL).exists() else None
     if journal is None:
@@ -444,13 +447,13 @@ def recover(forest: Forest | Path) -> dict[str, Any] | None:
     if manifest["state"] == "written":
         roll_forward(journal, max_bytes)
         summary = index.update_paths(forest, journal.touched) \
-            if index.index_path(root).exists() else {"mode": "skipped"}
+            if index_path(root).exists() else {"mode": "skipped"}
         if receipts.load(root, manifest["transaction_id"]) is None:
             receipts.write(root, receipts.complete(manifest["draft"], summary))
         action = "rolled_forward"
     else:
         rollback(journal, max_bytes)
-        if index.index_path(root).exists():
+        if index_path(root).exists():
             index.update_paths(forest, journal.touched)
         action = "rolled_back"
     finish(journal)

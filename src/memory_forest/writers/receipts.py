@@ -17,10 +17,9 @@ from typing import Any
 from ..digest import sha256_hex
 from ..errors import ForestError
 from ..jsonio import StrictJSONError, dumps, loads_strict
-from ..layers import STATE_DIR
 from ..safety import makedirs_private, read_regular, write_private
+from ..statefiles import RECEIPTS, receipt_rel, state_rel
 
-RECEIPTS = "receipts"
 RECEIPT_VERSION = 1
 MAX_RECEIPT_BYTES = 64 * 1024 * 1024
 TRANSACTION_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
@@ -53,13 +52,9 @@ def request_sha256(operation: str, request: Any) -> str:
     return sha256_hex(dumps({"operation": operation, "request": request}).encode())
 
 
-def relpath(transaction_id: str) -> str:
-    return f"{STATE_DIR}/{RECEIPTS}/{transaction_id}.json"
-
-
 def load(root: Path, transaction_id: str) -> dict[str, Any] | None:
     try:
-        raw = read_regular(root, relpath(transaction_id), MAX_RECEIPT_BYTES)
+        raw = read_regular(root, receipt_rel(transaction_id), MAX_RECEIPT_BYTES)
     except ForestError as exc:
         if exc.code == "not_found":
             return None
@@ -70,7 +65,7 @@ def load(root: Path, transaction_id: str) -> dict[str, Any] | None:
         data = None
     if not isinstance(data, dict):
         raise ForestError("receipt_corrupt", "a stored receipt is not a JSON object",
-                          {"path": relpath(transaction_id)})
+                          {"path": receipt_rel(transaction_id)})
     return data
 
 
@@ -79,5 +74,5 @@ def complete(draft: dict[str, Any], index_summary: dict[str, Any]) -> dict[str, 
 
 
 def write(root: Path, receipt: dict[str, Any]) -> None:
-    makedirs_private(root, f"{STATE_DIR}/{RECEIPTS}")
-    write_private(root / relpath(receipt["transaction_id"]), (dumps(receipt) + "\n").encode())
+    makedirs_private(root, state_rel(RECEIPTS))
+    write_private(root / receipt_rel(receipt["transaction_id"]), (dumps(receipt) + "\n").encode())

@@ -24,6 +24,7 @@ from ..errors import ForestError
 from ..forest import Forest, opened
 from ..routes import parse_route
 from ..safety import FILE_MODE
+from ..statefiles import index_path, receipt_rel
 from ..testhooks import crash_point
 from . import journal, receipts
 from .check import check
@@ -104,7 +105,7 @@ def _run(forest: Forest, operation: str, request: Any, transaction_id: str | Non
                                   "request; choose a new id",
                                   {"transaction_id": txid, "operation": prior.get("operation")})
             return _result(prior, extra, already_applied=True)
-        if not index.index_path(root).exists():
+        if not index_path(root).exists():
             extra["index_built"] = index.build(root)  # the first write into this forest
         receipt = _commit(forest, operation, txid, plan_sha256, prepare)
     return _result(receipt, extra, already_applied=False)
@@ -183,7 +184,7 @@ def _undo(forest: Forest, active: journal.Journal) -> None:
     try:
         journal.rollback(active, forest.limits["max_file_bytes"])
         index.update_paths(forest, active.touched)
-        receipt = receipts.relpath(active.manifest["transaction_id"])
+        receipt = receipt_rel(active.manifest["transaction_id"])
         if (root / receipt).exists():
             (root / receipt).unlink()
         journal.finish(active)

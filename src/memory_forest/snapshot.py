@@ -11,13 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Config, load_config
+from .config import Config
 from .documents import Facts, read_facts
 from .errors import ForestError
+from .forest import Forest
 from .issues import WARNING, Issue
-from .layers import BY_DIR, LAYERS, STATE_DIR
+from .layers import BY_DIR, LAYERS
 from .routes import Route, parse_route
-from .safety import Entry, open_root, read_regular, walk
+from .safety import Entry, read_regular, walk
+from .statefiles import CONFIG, STATE_DIR, state_rel
 
 Reuse = Callable[[Entry], tuple[Facts, Route] | None]  # cached facts and route, or None
 
@@ -44,16 +46,17 @@ class Snapshot:
         return counts
 
 
-def scan(root_arg: str | Path, reuse: Reuse | None = None, keep_text: bool = False) -> Snapshot:
-    root = open_root(root_arg)
-    config = load_config(root)
+def scan(forest: Forest | str | Path, reuse: Reuse | None = None, keep_text: bool = False
+         ) -> Snapshot:
+    forest = Forest.of(forest)
+    root, config = forest.root, forest.config
     listing = walk(root, config.limits)
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
                     entries={entry.path: entry for entry in listing.files},
                     total_bytes=listing.total_bytes)
     if not config.present:
-        snap.issues.append(Issue(f"{STATE_DIR}/forest.json", "config_missing",
-                                 "no forest.json; default limits apply", WARNING))
+        snap.issues.append(Issue(state_rel(CONFIG), "config_missing",
+                                 f"no {CONFIG}; default limits apply", WARNING))
     for directory in listing.dirs:
         _check_directory(directory, snap.issues)
     snap.unread = {issue.path for issue in listing.issues

@@ -1,0 +1,113 @@
+"""The check of a whole forest: scan it, validate it, audit it; then triage it for indexing.
+
+``validate`` and ``audit`` report what ``check`` finds; ``index`` (full and
+incremental), ``browse`` and ``maintain`` build on the same call, so every
+command judges a forest by the same steps in the same order.
+(``writers/check.py`` applies the same rules to the neighbourhood of a staged
+write instead of the whole forest.)
+
+``maintain`` reports how long each step took by handing in a ``Recorder``;
+without one the steps just run, at no cost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .errors import ForestError
+
+if TYPE_CHECKING:
+    from .forest import Forest
+    from .issues import Issue
+    from .quarantine import Triage
+    from .snapshot import Reuse, Snapshot
+
+T = TypeVar("T")
+Counted = Callable[[Any], dict[str, Any]]  # what a step's value reports as its counts
+
+
+class Recorder:
+    """Duration, outcome and counts of each step of one run, in the order they ran.
+
+    ``counts`` (documents per layer) is filled in as soon as the scan is done,
+    so a run that stops at a later step still reports what it found.
+    """
+
+    def __init__(self) -> None:
+        self.steps: dict[str, dict[str, Any]] = {}
+        self.counts: dict[str, int] = {}
+
+    def step(self, name: str, call: Callable[[], T], counted: Counted | None = None) -> T:
+        started = time.perf_counter()
+        try:
+            value = call()
+        except ForestError:
+            self.steps[name] = {"ok": False, "duration_ms": elapsed_ms(started)}
+            raise
+        self.steps[name] = {"ok": True, "duration_ms": elapsed_ms(started),
+                            **(counted(value) if counted else {})}
+        return value
+
+
+def timed(recorder: Recorder | None, name: str, call: Callable[[], T],
+          counted: Counted | None = None) -> T:
+    """``call()``, recorded as step ``name`` when there is a recorder."""
+    return call() if recorder is None else recorder.step(name, call, counted)
+
+
+def elapsed_ms(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)
+
+
+class Checked:
+    """A scanned forest and every issue validate (and audit) found in it, sorted."""
+
+    __slots__ = ("issues", "snap")
+
+    def __init__(self, snap: Snapshot, issues: list[Issue]) -> None:
+        self.snap = snap
+        self.issues = issues
+
+    def triage(self) -> Triage:
+        """What indexing makes of the issues: raises on a forest-level fault, else names
+        the files to quarantine (``quarantine.triage``)."""
+        from .quarantine import triage
+
+        return triage(self.issues, self.snap.dirs)
+
+
+def check(forest: Forest | str | Path, audit: bool = True, reuse: Reuse | None = None,
+          keep_text: bool = False, recorder: Recorder | None = None) -> Checked:
+    """Scan, validate and (unless ``audit`` is false) audit the forest.
+
+    ``reuse`` and ``keep_text`` go to ``snapshot.scan``: the index hands back
+    the facts it holds, and keeps the text it is about to write.
+    """
+    from . import audit as audit_rules
+    from . import validate as validate_rules
+    from .snapshot import scan
+
+    snap = timed(recorder, "scan", lambda: scan(forest, reuse=reuse, keep_text=keep_text),
+                 _scanned)
+    if recorder is not None:
+        recorder.counts = snap.layer_counts()
+    found = set(timed(recorder, "validate", lambda: validate_rules.validate(snap), _graded))
+    if audit:
+        found |= set(timed(recorder, "audit", lambda: audit_rules.audit(snap), _graded))
+    return Checked(snap, sorted(found))
+
+
+def _scanned(snap: Snapshot) -> dict[str, int]:
+    return {"files": len(snap.facts), "read": len(snap.texts)}
+
+
+def _graded(found: list[Issue]) -> dict[str, int]:
+    """A step's counts, graded as indexing grades them (a wide mode is a warning): a timed
+    run is one that indexes."""
+    from .issues import summarize
+    from .quarantine import for_indexing
+
+    return summarize(for_indexing(found))
