@@ -68,8 +68,8 @@ def install(client: str, root: Forest | str | Path | None = None,
 
     Without ``root`` the hook is for the default root (``userconfig``).
     """
-    from .userconfig import resolve_root
     from .statefiles import index_path
+    from .userconfig import resolve_root
 
     client = _client(client)
     root = Forest.of(resolve_root(root)).root
