@@ -92,8 +92,9 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/writers/test_crash.py", "tests/writers/test_transaction.py"),
     ),
     Breakage(
-        "an OSError from the disk is internal_error again", "edge.py",
-        (("        disk = as_io_error(exc)\n", "        disk = None\n"),),
+        "an OSError from the disk is internal_error again", "envelope.py",
+        (("    disk = as_io_error(exc) if isinstance(exc, Exception) else None\n",
+          "    disk = None\n"),),
         ("tests/test_io_errors.py",),
     ),
     Breakage(

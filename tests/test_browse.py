@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from memory_forest import operations
 from memory_forest.browse import browse
@@ -600,26 +601,17 @@ def write_private_file(path: Path, data: bytes) -> None:
 # --- CLI -------------------------------------------------------------------------------------
 
 
-def test_cli_browse_json_and_human(forest: Path, tmp_path: Path,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
-    from memory_forest import cli
-
-    runner = CliRunner()
-    monkeypatch.setitem(cli._state, "json", False)
-    done = runner.invoke(cli.app, ["--json", "browse", str(forest), "--out",
-                                   str(tmp_path / "site")])
-    assert done.exit_code == 0, done.output
-    outcome = json.loads(done.stdout)
+def test_cli_browse_json_and_human(forest: Path, tmp_path: Path) -> None:
+    done = run_cli("--json", "browse", forest, "--out", tmp_path / "site")
+    assert done.code == 0, done.stderr
+    outcome = done.json()
     assert outcome["ok"] and outcome["operation"] == "browse" and outcome["documents"] == 11
-    failed = runner.invoke(cli.app, ["--json", "browse", str(forest), "--out", str(forest / "x")])
-    assert failed.exit_code == 1
-    assert json.loads(failed.stdout)["error"]["code"] == "browse_out_inside_forest"
-    monkeypatch.setitem(cli._state, "json", False)
-    human = runner.invoke(cli.app, ["browse", str(forest), "--out", str(tmp_path / "site2")])
-    assert human.exit_code == 0, human.output
-    assert "to 'site2'; open its index.html" in human.stdout
+    failed = run_cli("--json", "browse", forest, "--out", forest / "x")
+    assert failed.code == 1
+    assert failed.json()["error"]["code"] == "browse_out_inside_forest"
+    human = run_cli("browse", forest, "--out", tmp_path / "site2")
+    assert human.code == 0, human.stderr
+    assert "to 'site2'; open its index.html" in " ".join(human.stdout.split())
 
 
 # --- size ------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ from forestkit import new_forest, write_doc
 
 from memory_forest import gate, operations, ranking, retrieve
 from memory_forest.gate import MAX_INPUT_BYTES, MAX_TURN_BYTES, MESSAGES
-from memory_forest.lean import gate_args as lean_gate_args
 
 RECEIPT_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
                 "lookup_completed", "body_included", "route", "retrieve", "turn_sha256",
@@ -30,14 +29,10 @@ KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
 
 
 def run_gate(root: Path | str, stdin: bytes | str, *options: str,
-             entry: str = "-m") -> tuple[int, dict, str, str]:
+             before: tuple[str, ...] = ()) -> tuple[int, dict, str, str]:
     """Run the gate as a hook runs it; return (exit code, the JSON object, stdout, stderr)."""
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-    if entry == "-m":
-        command = [sys.executable, "-m", "memory_forest", "gate", str(root), *options]
-    else:  # the full typer command line, as the console script runs today
-        command = [sys.executable, "-c", "from memory_forest.cli import main; main()",
-                   "gate", str(root), *options]
+    command = [sys.executable, "-m", "memory_forest", "gate", *before, str(root), *options]
     done = subprocess.run(command, input=data, capture_output=True, timeout=60)
     stdout, stderr = done.stdout.decode(), done.stderr.decode()
     lines = stdout.splitlines()
@@ -469,81 +464,44 @@ def test_hook_blank_prompt_is_a_noop_context(shared_example):
     assert receipt["status"] == "noop"
 
 
-# --- the lean path and the typer command agree ----------------------------------------------
+# --- the gate's command line: parsed from the catalog, on a light path ----------------------
 
 
-@pytest.mark.parametrize("stdin, options", [
-    ("kimchi fridge", []),
-    ("kimchi", ["--limit", "2", "--json"]),
-    ("   ", ["--format=receipt"]),
-    (hook_input("drip pressure"), ["--format", "claude-code", "--limit=3"]),
+@pytest.mark.parametrize("stdin, spelled, respelled", [
+    ("kimchi fridge", [], ["--format=receipt", "--limit=5"]),
+    ("kimchi", ["--limit", "2", "--json"], ["--json", "--limit=2"]),
+    (hook_input("drip pressure"), ["--format", "claude-code", "--limit=3"],
+     ["--limit", "3", "--format=claude-code"]),
 ])
-def test_lean_and_typer_paths_print_the_same(shared_example, stdin, options):
-    lean = run_gate(shared_example, stdin, *options)
-    full = run_gate(shared_example, stdin, *options, entry="typer")
-    assert lean[0] == full[0] and lean[2] == full[2]
+def test_every_spelling_of_the_same_options_gives_the_same_answer(shared_example, stdin, spelled,
+                                                                    respelled):
+    first = run_gate(shared_example, stdin, *spelled)
+    second = run_gate(shared_example, stdin, before=tuple(respelled))
+    assert first[0] == second[0] and first[2] == second[2]
 
 
-def test_the_lean_path_imports_neither_typer_nor_rich_nor_pydantic(shared_example):
-    probe = ("import sys\nfrom memory_forest.entry import main\n"
+def test_the_gate_imports_neither_rich_nor_pydantic_nor_the_parsers(shared_example):
+    probe = ("import sys\nfrom memory_forest.cli import main\n"
              "try:\n    main(['gate', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
              "heavy = [m for m in ('typer', 'click', 'rich', 'pydantic', 'frontmatter', "
-             "'markdown_it') if m in sys.modules]\nsys.stderr.write(repr(heavy))\n")
+             "'markdown_it', 'memory_forest.writers') if m in sys.modules]\n"
+             "sys.stderr.write(repr(heavy))\n")
     done = subprocess.run([sys.executable, "-c", probe, str(shared_example)], input=b"kimchi",
                           capture_output=True, timeout=60)
     assert json.loads(done.stdout)["status"] == "evidence_found"
     assert done.stderr.decode() == "[]"
 
 
-def test_help_and_malformed_gate_lines_fall_through_to_typer(shared_example):
+def test_gate_help_and_malformed_lines(shared_example):
     done = subprocess.run([sys.executable, "-m", "memory_forest", "gate", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "--format" in done.stdout and "--limit" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "memory_forest", "--json", "gate",
-                           str(shared_example), "--limit", "many"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "usage_error"
-
-
-@pytest.mark.parametrize("args, expected", [
-    (["gate", "R"], {"root": "R", "format": "receipt", "limit": 5, "strict": False}),
-    (["--json", "gate", "R", "--limit", "3"],
-     {"root": "R", "format": "receipt", "limit": 3, "strict": False}),
-    (["gate", "--format=codex", "R", "--json"],
-     {"root": "R", "format": "codex", "limit": 5, "strict": False}),
-    (["gate", "R", "--format", "claude-code", "--limit=7"],
-     {"root": "R", "format": "claude-code", "limit": 7, "strict": False}),
-    (["gate", "R", "--strict"], {"root": "R", "format": "receipt", "limit": 5, "strict": True}),
-    (["gate", "--strict", "R", "--limit", "2"],
-     {"root": "R", "format": "receipt", "limit": 2, "strict": True}),
-])
-def test_lean_parser_accepts_plain_complete_lines(args, expected):
-    assert lean_gate_args(args) == expected
-
-
-@pytest.mark.parametrize("args", [
-    ["gate"], ["gate", "--help"], ["gate", "R", "--help"], ["gate", "R", "S"],
-    ["gate", "R", "--limit"], ["gate", "R", "--limit", "x"], ["gate", "R", "--limit", "1",
-                                                             "--limit", "2"],
-    ["gate", "R", "--verbose"], ["gate", "R", "-n", "3"], ["gate", "--", "R"], ["route", "R", "q"],
-    [], ["gate", ""], ["gate", "R", "--strict=yes"], ["gate", "R", "--strict", "--strict"],
-])
-def test_lean_parser_leaves_everything_else_to_typer(args):
-    assert lean_gate_args(args) is None
-
-
-def test_typer_gate_command_and_lean_parser_share_one_option_table():
-    import typer
-
-    from memory_forest.cli import app
-
-    command = typer.main.get_command(app).commands["gate"]
-    options = {param.name: param for param in command.params if param.name != "root"}
-    assert set(options) == set(gate.OPTIONS)
-    for name, (kind, default) in gate.OPTIONS.items():
-        assert options[name].opts == [f"--{name}"] and not options[name].secondary_opts
-        assert options[name].default == default
-        assert type(options[name].type.convert(str(default), None, None)) is kind
+    for bad in (["--limit", "many"], ["--verbose"], ["S"], ["--limit"], ["--strict=yes"]):
+        done = subprocess.run([sys.executable, "-m", "memory_forest", "--json", "gate",
+                               str(shared_example), *bad],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, bad
+        assert json.loads(done.stdout)["error"]["code"] == "usage_error", bad
 
 
 def test_env_does_not_change_gate_output(shared_example):

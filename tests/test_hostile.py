@@ -326,8 +326,8 @@ def _argv_bytes(word: str) -> bytes:
 @given(st.lists(ARG_TEXT, min_size=1, max_size=4), st.sampled_from(READ_COMMANDS))
 def test_generated_command_lines_in_process_print_one_stable_object(shared_example, capsys, words,
                                                                     command):
-    """The same edge in process (``entry.main`` is the console script), many more cases."""
-    from memory_forest.entry import main
+    """The same edge in process (``cli.main`` is the console script), many more cases."""
+    from memory_forest.cli import main
 
     args = [command, os.fspath(shared_example), *words, "--json"]
     with pytest.raises(SystemExit) as exited:
@@ -343,16 +343,9 @@ def test_generated_command_lines_in_process_print_one_stable_object(shared_examp
 
 def every_command() -> list[list[str]]:
     """Every command line word of the CLI (``hooks install``, ``schedule print``, ...)."""
-    import typer
+    from memory_forest import catalog
 
-    from memory_forest.cli import app
-
-    group = typer.main.get_command(app)
-    lines = []
-    for name, command in sorted(group.commands.items()):
-        subcommands = getattr(command, "commands", None)
-        lines += [[name, sub] for sub in sorted(subcommands)] if subcommands else [[name]]
-    return lines
+    return sorted(list(operation.command) for operation in catalog.operations())
 
 
 HOSTILE_STDIN = event_json(nested(3000)) + b"\n\xff\xfe" + b'{"\\ud800":1}'

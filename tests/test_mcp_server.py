@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from forestkit import canonical_state, new_forest, write_doc
 
-from memory_forest import lock, operations, registry
+from memory_forest import catalog, lock, operations, schemas
+from memory_forest.mcp_server import arguments_model
 
 mcp = pytest.importorskip("mcp", reason="the optional 'mcp' SDK is not installed; CI installs "
                           "it through the dev extras (pip install 'memory-forest[mcp]')")
@@ -77,13 +78,14 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(forest, tmp_pat
     async def scenario(client: Session) -> None:
         listed = await client.session.list_tools()
         tools = {tool.name: wire(tool) for tool in listed.tools}
-        assert list(tools) == [operation.name for operation in registry.OPERATIONS]
-        assert {"route", "search", "retrieve", "open", "status"} <= set(tools)
-        for operation in registry.OPERATIONS:
+        assert list(tools) == [operation.name for operation in catalog.tools()]
+        assert {"route", "search", "retrieve", "open", "status", "stats"} <= set(tools)
+        for operation in catalog.tools():
             tool = tools[operation.name]
-            assert tool["annotations"]["readOnlyHint"] is operation.read_only
-            assert tool["inputSchema"] == operation.arguments.model_json_schema()
-            assert tool["outputSchema"] == operation.result.model_json_schema()
+            assert tool["annotations"]["readOnlyHint"] is not operation.writes
+            assert tool["inputSchema"] == arguments_model(operation).model_json_schema()
+            assert tool["outputSchema"] == \
+                getattr(schemas, operation.result).model_json_schema()
             assert len(tool["description"]) > 80
         assert set(tools["route"]["inputSchema"]["properties"]) == {"query", "limit", "layer"}
         assert set(tools["retrieve"]["inputSchema"]["properties"]) == \

@@ -13,7 +13,7 @@ from conftest import raises_code
 from forestkit import new_forest, write_doc
 
 from memory_forest import operations
-from memory_forest.retrieve import open_document
+from memory_forest.opening import open_document
 
 KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
 

@@ -121,11 +121,11 @@ def test_source_and_archive_layers_are_never_implicit_candidates(tmp_path):
     operations.index(root)
     assert retrieve.retrieve(root, "quokka")["count"] == 0
     assert retrieve.search(root, "quokka")["count"] == 0
-    explicit = retrieve.search(root, "quokka", layers=["daily", "06", "00 life_archive"])
+    explicit = retrieve.search(root, "quokka", layer=["daily", "06", "00 life_archive"])
     assert sorted(r["layer"] for r in explicit["results"]) == ["00 life_archive", "05 daily",
                                                                "06 istm"]
     with pytest.raises(ForestError) as caught:
-        retrieve.search(root, "quokka", layers=["attic"])
+        retrieve.search(root, "quokka", layer=["attic"])
     assert (caught.value.code, caught.value.exit_code) == ("unknown_layer", 2)
 
 
@@ -151,7 +151,7 @@ def ranked(tmp_path_factory) -> Path:
 
 
 def test_plan_only_trail_never_outranks_a_direct_one(ranked):
-    outcome = retrieve.retrieve(ranked, "quinoa", plan=plan("zymurgy"))
+    outcome = retrieve.retrieve(ranked, "quinoa", query_plan=plan("zymurgy"))
     assert outcome["probes"] == 1
     by_owner = {t["nodes"][-1]["path"].rsplit("/", 1)[1]: t for t in outcome["trails"]}
     assert owners(outcome)[:2] == ["04 stm/lab/notes/both.md", "04 stm/lab/notes/weak-direct.md"]
@@ -187,9 +187,9 @@ def test_inactive_results_rank_below_active_ones_in_route_and_search(ranked, ope
 
 def test_output_is_deterministic_for_the_same_index(ranked):
     for _ in range(2):
-        first = retrieve.retrieve(ranked, "saffron quinoa", plan=plan("zymurgy"))
+        first = retrieve.retrieve(ranked, "saffron quinoa", query_plan=plan("zymurgy"))
         assert json.dumps(first) == json.dumps(retrieve.retrieve(ranked, "saffron quinoa",
-                                                                 plan=plan("zymurgy")))
+                                                                 query_plan=plan("zymurgy")))
     assert retrieve.search(ranked, "saffron") == retrieve.search(ranked, "saffron")
     assert retrieve.route(ranked, "spice") == retrieve.route(ranked, "spice")
 
@@ -209,7 +209,7 @@ def random_forest(tmp_path_factory) -> Path:
        probes=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
                        max_size=4))
 def test_ranking_rules_hold_for_any_query_and_plan(random_forest, query, probes):
-    outcome = retrieve.retrieve(random_forest, query, limit=100, plan=plan(*probes))
+    outcome = retrieve.retrieve(random_forest, query, limit=100, query_plan=plan(*probes))
     keys = [(not t["original_query_matched"], t["status"] != "active", -t["score"],
              -len(t["nodes"]), t["nodes"][-1]["path"]) for t in outcome["trails"]]
     assert keys == sorted(keys)
@@ -329,11 +329,11 @@ def test_hostile_queries_never_raise(shared_example, query, probe):
     calls = [
         lambda: retrieve.route(shared_example, query),
         lambda: retrieve.search(shared_example, query),
-        lambda: retrieve.search(shared_example, query, include_body=True, layers=["05", "06"]),
+        lambda: retrieve.search(shared_example, query, include_body=True, layer=["05", "06"]),
         lambda: retrieve.retrieve(shared_example, query),
     ]
     if probe.strip():
-        calls.append(lambda: retrieve.retrieve(shared_example, query, plan=plan(probe)))
+        calls.append(lambda: retrieve.retrieve(shared_example, query, query_plan=plan(probe)))
     for call in calls:
         try:
             outcome = call()
@@ -399,7 +399,7 @@ def test_multiscript_queries_find_the_right_leaf_first(shared_example, query, le
 
 def test_a_translation_probe_reaches_a_leaf_the_query_cannot(shared_example):
     assert retrieve.retrieve(shared_example, "kimchee")["count"] == 0
-    outcome = retrieve.retrieve(shared_example, "kimchee", plan=plan("배추김치"))
+    outcome = retrieve.retrieve(shared_example, "kimchee", query_plan=plan("배추김치"))
     assert owners(outcome) == [KIMCHI]
     assert outcome["trails"][0]["original_query_matched"] is False
 
@@ -416,7 +416,7 @@ def test_no_body_text_in_any_output_unless_asked(tmp_path):
         retrieve.route(root, f"leaf {sentinel}"),
         retrieve.search(root, sentinel),
         retrieve.retrieve(root, sentinel),
-        retrieve.retrieve(root, "nothing", plan=plan(sentinel)),
+        retrieve.retrieve(root, "nothing", query_plan=plan(sentinel)),
     ]
     assert outputs[2]["count"] == 1 and outputs[3]["count"] == 1  # it was found...
     for outcome in outputs:

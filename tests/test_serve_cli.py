@@ -17,7 +17,7 @@ def test_serve_refuses_a_bad_root_before_speaking_the_protocol(tmp_path):
 
 def test_serve_without_the_sdk_says_how_to_install_it(example):
     probe = ("import sys\nsys.modules['mcp'] = None  # as if the SDK were not installed\n"
-             "from memory_forest.entry import main\nmain(['--json', 'serve', sys.argv[1]])\n")
+             "from memory_forest.cli import main\nmain(['--json', 'serve', sys.argv[1]])\n")
     done = subprocess.run([sys.executable, "-c", probe, str(example)], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 1

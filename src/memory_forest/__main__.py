@@ -1,6 +1,6 @@
-"""``python -m memory_forest``: ``entry.main``, the lean gate path, then the full CLI."""
+"""``python -m memory_forest``: the same command line as the ``memory-forest`` script."""
 
-from .entry import main
+from .cli import main
 
 if __name__ == "__main__":
     main()

@@ -1,11 +1,9 @@
 """The one place where a library call becomes output and an exit code.
 
-Every command, whether parsed by typer (``cli``) or by the lean per-turn
-parser (``entry``), ends here: a result is printed as one JSON object or
-rendered for a person; a ``ForestError`` becomes one failure object with its
-stable code; a failing disk (an ``OSError``, or SQLite's "disk is full")
-becomes ``io_error`` naming the errno; anything else unexpected is reported
-by class only, never as a traceback.
+Every command ends here: a result is printed as one JSON object or rendered
+for a person, and an exception becomes one failure object with a stable
+code (``envelope.outcome_of``), never a traceback. The MCP server and the gate use
+the same mapping for their own answers.
 """
 
 from __future__ import annotations
@@ -17,7 +15,8 @@ from typing import Any
 from .jsonio import is_utf8
 
 
-def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> int:
+def run(operation: str, call: Callable[[], dict[str, Any] | None], json_mode: bool,
+        style: str = "generic") -> int:
     """Run one library call, print its outcome, and return the exit code.
 
     0, 1, 2 (usage), or 128 + the signal number when interrupted: 130 for
@@ -25,31 +24,15 @@ def run(operation: str, call: Callable[[], dict[str, Any]], json_mode: bool) -> 
     the lock, see ``lock.interruptible``).
 
     A result that is not ok may name its own exit code (``maintain`` uses 3
-    for "built, with problems"); otherwise it is 1.
+    for "built, with problems"); otherwise it is 1. A call that returns
+    nothing (``serve``, once its client has left) prints nothing. ``style``
+    names the ``render`` function that shows the result to a person.
     """
-    from .envelope import failure
-    from .errors import ForestError, as_io_error
+    from .envelope import outcome_of
 
-    try:
-        outcome = call()
-    except ForestError as exc:
-        outcome = failure(operation, exc.to_dict())
-        code = exc.exit_code
-    except KeyboardInterrupt as exc:  # Ctrl-C, or a stop signal while the lock was held
-        signum = getattr(exc, "signum", 2)  # lock.Interrupted names its signal; else SIGINT
-        outcome = failure(operation, {"code": "interrupted", "message": "interrupted",
-                                      "details": {"signal": _signal_name(signum)}})
-        code = 128 + signum
-    except Exception as exc:  # the edge: never a traceback, only the class name
-        disk = as_io_error(exc)
-        error = disk.to_dict() if disk else {"code": "internal_error",
-                                             "message": f"unexpected {type(exc).__name__}",
-                                             "details": {"class": type(exc).__name__}}
-        outcome = failure(operation, error)
-        code = 1
-    else:
-        code = 0 if outcome.get("ok") else outcome.get("exit_code", 1)
-    emit(outcome, json_mode)
+    outcome, code = outcome_of(operation, call)
+    if outcome is not None:
+        emit(outcome, json_mode, style)
     return code
 
 
@@ -96,7 +79,12 @@ def _operation(args: list[str]) -> str:
     return first if first.isascii() and first.replace("-", "").isalpha() else "memory-forest"
 
 
-def emit(outcome: dict[str, Any], json_mode: bool) -> None:
+# Characters str.splitlines() takes for a line break that JSON leaves unescaped; written
+# escaped inside strings, so one result is always exactly one line.
+_LINE_BREAKS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\x85\u2028\u2029"}
+
+
+def emit(outcome: dict[str, Any], json_mode: bool, style: str = "generic") -> None:
     if json_mode:
         from .jsonio import dumps
 
@@ -105,17 +93,8 @@ def emit(outcome: dict[str, Any], json_mode: bool) -> None:
             import json
 
             text = json.dumps(outcome, sort_keys=True, separators=(",", ":"))
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(text.translate(_LINE_BREAKS) + "\n")
     else:
         from .render import render
 
-        render(outcome)
-
-
-def _signal_name(signum: int) -> str:
-    import signal
-
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return str(signum)
+        render(outcome, style)

@@ -44,9 +44,8 @@ share one ``UserPromptSubmit`` protocol (input: a JSON object with a string
 two names for one adapter.
 
 This module runs in a fresh process on every agent turn: it imports only the
-retrieval path (no typer, rich or pydantic). ``OPTIONS`` is the one definition
-of the gate's command-line options; ``cli.gate`` and the lean parser used by
-``entry.main`` are both built from it.
+retrieval path (no rich or pydantic). Its command-line options are declared
+in the catalog with every other operation's.
 """
 
 from __future__ import annotations
@@ -55,12 +54,12 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from . import SCHEMA_VERSION
 from .digest import sha256_hex
 from .errors import ForestError
 from .forest import Forest
 
 OPERATION = "memory_forest_gate"
-SCHEMA_VERSION = 1
 MAX_TURN_BYTES = 64 * 1024  # a longer turn is searched through its reduction
 TAIL_BYTES = 8 * 1024  # the end of a long turn, where its question usually is
 # How much of the rest a reduction draws rare words from: the last MiB before the tail,
@@ -78,13 +77,7 @@ HOOK_FORMATS = ("claude-code", "codex")
 FORMATS = ("receipt", *HOOK_FORMATS)
 HOOK_EVENT = "UserPromptSubmit"
 
-# The gate's options: name -> (type, default). The typer command and the lean
-# parser both read this table, so they accept exactly the same options.
-OPTIONS: dict[str, tuple[type, Any]] = {
-    "format": (str, "receipt"),
-    "limit": (int, 5),
-    "strict": (bool, False),
-}
+DEFAULT_LIMIT = 5
 
 UNTRUSTED_NOTE = (
     "Memory Forest checked the user's local memory for this turn; the receipt below lists "
@@ -135,8 +128,8 @@ class _Refused(Exception):
 # --- the gate operation ---------------------------------------------------------------------
 
 
-def run(forest: Forest | str | Path, data: bytes, limit: int = OPTIONS["limit"][1],
-        strict: bool = OPTIONS["strict"][1]) -> dict[str, Any]:
+def run(forest: Forest | str | Path, data: bytes, limit: int = DEFAULT_LIMIT,
+        strict: bool = False) -> dict[str, Any]:
     """The receipt for one turn given as raw bytes (UTF-8, at most ``MAX_INPUT_BYTES``).
 
     Never raises: every failure becomes a failure receipt.
@@ -258,23 +251,19 @@ def failure(code: str, turn_sha256: str | None = None) -> dict[str, Any]:
 
 
 def _code_of(exc: BaseException) -> str:
+    """One of ``MESSAGES``: the code every surface gives ``exc``, folded into the gate's set."""
+    from .envelope import error_of
+
     if isinstance(exc, _Refused):
         return exc.code
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted"
-    if isinstance(exc, ForestError):
-        if exc.code in MESSAGES:
-            return exc.code
-        if exc.code.startswith("config_"):
-            return "config_invalid"
-        if exc.code in _FILE_CODES:
-            return "file_unreadable"
-        return "lookup_failed"
-    from .errors import as_io_error
-
-    if as_io_error(exc) is not None:  # EIO, a vanished mount, SQLite's disk errors
-        return "io_error"
-    return "internal_error"
+    code = error_of(exc)[0]["code"]
+    if code in MESSAGES:
+        return code
+    if code.startswith("config_"):
+        return "config_invalid"
+    if code in _FILE_CODES:
+        return "file_unreadable"
+    return "lookup_failed"
 
 
 
@@ -373,8 +362,8 @@ def _brief(node: dict[str, Any]) -> dict[str, Any]:
 # --- the process edge -----------------------------------------------------------------------
 
 
-def run_process(root: str, format: str = OPTIONS["format"][1], limit: int = OPTIONS["limit"][1],
-                strict: bool = OPTIONS["strict"][1], stdin: BinaryIO | None = None,
+def run_process(root: str, format: str = "receipt", limit: int = DEFAULT_LIMIT,
+                strict: bool = False, stdin: BinaryIO | None = None,
                 stdout: TextIO | None = None) -> int:
     """Read the turn (or hook input) from stdin, print one JSON object, return the exit code."""
     from .jsonio import dumps

@@ -61,13 +61,18 @@ def gate_command(root: Path, client: Client) -> str:
                        "--format", client.gate_format])
 
 
-def install(client_name: str, forest: Forest | str | Path, settings: str | Path | None = None,
+def install(client: str, root: Forest | str | Path | None = None,
+            settings: str | Path | None = None,
             dry_run: bool = False) -> dict[str, Any]:
-    """Add the gate as a ``UserPromptSubmit`` hook; a no-op when it is already there."""
-    from .statefiles import index_path
+    """Add the gate as a ``UserPromptSubmit`` hook; a no-op when it is already there.
 
-    client = _client(client_name)
-    root = Forest.of(forest).root
+    Without ``root`` the hook is for the default root (``userconfig``).
+    """
+    from .statefiles import index_path
+    from .userconfig import resolve_root
+
+    client = _client(client)
+    root = Forest.of(resolve_root(root)).root
     path = _settings_path(client, settings)
     old = _load(path)
     data = copy.deepcopy(old.data) if old is not None else {}
@@ -96,11 +101,11 @@ def install(client_name: str, forest: Forest | str | Path, settings: str | Path 
                   backup=backup, command=command, warnings=warnings)
 
 
-def uninstall(client_name: str, root_arg: str | Path | None = None,
+def uninstall(client: str, root: str | Path | None = None,
               settings: str | Path | None = None, dry_run: bool = False) -> dict[str, Any]:
     """Remove the gate hooks this module added (for one root, or for every root)."""
-    client = _client(client_name)
-    root = Path(os.path.abspath(os.fspath(root_arg))) if root_arg is not None else None
+    client = _client(client)
+    root = Path(os.path.abspath(os.fspath(root))) if root is not None else None
     path = _settings_path(client, settings)
     old = _load(path)
     data = copy.deepcopy(old.data) if old is not None else {}

@@ -1,10 +1,12 @@
 """``memory-forest serve ROOT``: a Model Context Protocol server over stdio.
 
-One tool per ``registry.OPERATIONS`` entry, bound to one forest root chosen
-when the server starts. Each tool publishes the JSON Schemas of its argument
-and result models, MCP annotations (``readOnlyHint`` and, for a writer,
-``destructiveHint`` from the registry, and a closed world: the forest is
-local), and answers with structured content.
+One tool per catalog operation that has a tool description, bound to one
+forest root chosen when the server starts. Each tool publishes the JSON
+Schema of its arguments (a strict, closed model generated from the
+operation's parameters, ``arguments_model``) and of its result (the
+``schemas`` model the operation names), MCP annotations (``readOnlyHint``
+and, for a writer, ``destructiveHint`` from the catalog, and a closed world:
+the forest is local), and answers with structured content.
 
 A failure is a tool error (``isError: true``) whose structured content is
 the same ``{"ok": false, "operation", "error": {"code", "message",
@@ -16,6 +18,12 @@ writes only through the writer tools (``capture``, ``remember``): library
 calls that write only inside the forest (and the lock directory beside it),
 never read a file the caller names, and take the forest lock themselves for
 the one write, so an idle server holds no lock.
+
+Range checks the library makes itself (limits, layer names, names, titles,
+transaction ids, events) are published in the schema but left to the
+library, so a caller gets the same error code from every surface; the one
+bound a tool enforces beyond them is ``wait`` (a server thread must not wait
+long for the lock).
 
 The official ``mcp`` SDK is an optional dependency (``memory-forest[mcp]``).
 The server uses its low-level API, which is what lets the schemas be exactly
@@ -29,7 +37,8 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, catalog
+from .catalog import FLAG, FLOAT, INT, TEXT, TEXTS, Operation, Param
 from .errors import ForestError
 
 SERVER_NAME = "memory-forest"
@@ -59,65 +68,97 @@ def _sdk() -> Any:
 
 
 def tools() -> list[Any]:
-    """The published tool list, one per registry entry."""
-    from .registry import OPERATIONS
-
+    """The published tool list, one per catalog operation with a tool description."""
     _, types, _, _ = _sdk()
-    return [
-        types.Tool(
-            name=operation.name,
-            title=operation.title,
-            description=operation.description,
-            inputSchema=operation.arguments.model_json_schema(),
-            outputSchema=operation.result.model_json_schema(),
-            annotations=types.ToolAnnotations(
-                title=operation.title, readOnlyHint=operation.read_only,
-                destructiveHint=None if operation.read_only else operation.destructive,
-                openWorldHint=False),
-        )
-        for operation in OPERATIONS
-    ]
+    return [types.Tool(**tool_listing(operation), annotations=types.ToolAnnotations(
+        title=operation.title, readOnlyHint=not operation.writes,
+        destructiveHint=operation.destructive if operation.writes else None,
+        openWorldHint=False)) for operation in catalog.tools()]
+
+
+def tool_listing(operation: Operation) -> dict[str, Any]:
+    """A tool's name, title, description and schemas, as ``tools/list`` publishes them."""
+    from . import schemas
+
+    return {"name": operation.name, "title": operation.title, "description": operation.tool,
+            "inputSchema": arguments_model(operation).model_json_schema(),
+            "outputSchema": getattr(schemas, operation.result).model_json_schema()}
+
+
+def arguments_model(operation: Operation) -> Any:
+    """The strict, closed pydantic model of a tool's arguments, built from its parameters."""
+    from pydantic import ConfigDict, create_model
+
+    fields = {param.name: _field(param) for param in operation.params if param.tool}
+    title = "".join(word.title() for word in operation.name.split("_")) + "Arguments"
+    return create_model(title, __config__=ConfigDict(extra="forbid", strict=True), **fields)
+
+
+def _field(param: Param) -> tuple[Any, Any]:
+    from typing import Annotated
+
+    from pydantic import Field, PlainValidator
+
+    python_type = {TEXT: str, INT: int, FLOAT: float, FLAG: bool, TEXTS: list[str]}.get(
+        param.kind)
+    extra = {key: catalog.resolve(value) if isinstance(value, str) and ":" in value else value
+             for key, value in param.schema.items()}
+    bounds: dict[str, Any] = {}
+    if param.tool_max is not None:
+        bounds = {"ge": 0, "le": catalog.resolve(param.tool_max), "allow_inf_nan": False}
+    if param.parser is not None:  # the library parses it, with its own codes
+        shown = catalog.resolve(param.tool_type)
+        python_type = Annotated[Any, PlainValidator(catalog.resolve(param.parser),
+                                                    json_schema_input_type=shown)]
+    if not param.required:
+        python_type = python_type | None if param.default is None or param.kind == TEXTS \
+            else python_type
+    default = ... if param.required else (None if param.kind == TEXTS else param.default)
+    return python_type, Field(default, description=param.doc, json_schema_extra=extra or None,
+                              **bounds)
 
 
 def call(root: Path, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """Run one tool call; the result dict, or a failure dict with a stable code."""
     from pydantic import ValidationError
 
-    from .envelope import result
+    from .envelope import failure, outcome_of
+    from .forest import Forest
     from .jsonio import StrictJSONError, check_value
-    from .registry import BY_NAME
 
-    operation = BY_NAME.get(name)
+    operation = {op.name: op for op in catalog.tools()}.get(name)
     if operation is None:
-        return result(name, ok=False, error={"code": "unknown_tool",
-                                             "message": "no tool of that name",
-                                             "details": {"tools": sorted(BY_NAME)}})
+        return failure(name, {"code": "unknown_tool", "message": "no tool of that name",
+                              "details": {"tools": sorted(op.name for op in catalog.tools())}})
     try:
         check_value(arguments)
     except StrictJSONError as exc:  # what a lenient parser upstream let through
-        return result(name, ok=False, error={
-            "code": "usage_error", "message": f"invalid arguments: {exc}",
-            "details": {"reason": exc.kind}})
-    try:
-        args = operation.arguments.model_validate(arguments or {})
-        return operation.call(root, args)
-    except ValidationError as exc:
-        fields = sorted({".".join(map(str, error["loc"])) or "(arguments)"
-                         for error in exc.errors()})
-        return result(name, ok=False, error={
-            "code": "usage_error", "message": f"invalid arguments: {', '.join(fields)}",
-            "details": {"fields": fields}})
-    except ForestError as exc:
-        return result(name, ok=False, error=exc.to_dict())
-    except Exception as exc:  # the edge: never a traceback, only the class name
-        from .errors import as_io_error
+        return failure(name, {"code": "usage_error", "message": f"invalid arguments: {exc}",
+                              "details": {"reason": exc.kind}})
 
-        disk = as_io_error(exc)
-        if disk is not None:
-            return result(name, ok=False, error=disk.to_dict())
-        return result(name, ok=False, error={
-            "code": "internal_error", "message": f"unexpected {type(exc).__name__}",
-            "details": {"class": type(exc).__name__}})
+    def run() -> dict[str, Any]:
+        try:
+            values = _model(operation).model_validate(arguments or {})
+        except ValidationError as exc:
+            fields = sorted({".".join(map(str, error["loc"])) or "(arguments)"
+                             for error in exc.errors()})
+            return failure(name, {"code": "usage_error",
+                                  "message": f"invalid arguments: {', '.join(fields)}",
+                                  "details": {"fields": fields}})
+        return operation.function()(Forest.open(root), **dict(values))
+
+    outcome, _ = outcome_of(name, run)
+    return outcome
+
+
+_MODELS: dict[str, Any] = {}
+
+
+def _model(operation: Operation) -> Any:
+    """The operation's argument model, built once per server."""
+    if operation.name not in _MODELS:
+        _MODELS[operation.name] = arguments_model(operation)
+    return _MODELS[operation.name]
 
 
 def serve(root_arg: str | Path) -> None:

@@ -23,14 +23,14 @@ if TYPE_CHECKING:
 # --- init -----------------------------------------------------------------------------------
 
 
-def init(target_arg: str | Path, example: bool = False) -> dict[str, Any]:
+def init(target: str | Path, example: bool = False) -> dict[str, Any]:
     """Create a new private forest at a path that does not exist yet."""
     from .config import new_config_bytes
     from .layers import LAYERS
     from .safety import mkdir_private, write_private
     from .statefiles import config_path, state_dir
 
-    target = Path(os.path.abspath(os.fspath(target_arg)))
+    target = Path(os.path.abspath(os.fspath(target)))
     _check_init_target(target)
     # Build next to the target, then rename: the forest appears whole or not at all.
     staging = target.with_name(f".{target.name}.init-{os.urandom(6).hex()}")

@@ -55,6 +55,15 @@ def load(source: str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
     return parse(raw, max_probes)
 
 
+def from_value(value: object) -> QueryPlan | None:
+    """A plan given as a JSON value (a tool argument), parsed like a plan file."""
+    if value is None:
+        return None
+    from .jsonio import dumps
+
+    return parse(dumps(value))
+
+
 def parse(raw: bytes | str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
     data = load_object(raw, MAX_BYTES, "query_plan", _reject)
     try:

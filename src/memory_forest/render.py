@@ -16,12 +16,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 MAX_LISTED_ISSUES = 20
 
 
-def render(outcome: dict[str, Any]) -> None:
+def render(outcome: dict[str, Any], style: str = "generic") -> None:
+    """Show one outcome to a person in the operation's ``style`` (failures all alike)."""
     if not outcome.get("ok") and "issues" not in outcome and "problems" not in outcome:
         _failure(outcome["error"])
         return
-    handler = _RENDERERS.get(outcome["operation"], _generic)
-    handler(outcome)
+    _STYLES[style](outcome)
 
 
 def _failure(error: dict[str, Any]) -> None:
@@ -280,6 +280,21 @@ def _status(outcome: dict[str, Any]) -> None:
     _out.print(table)
 
 
+def _stats(outcome: dict[str, Any]) -> None:
+    table = Table(box=None, pad_edge=False)
+    for name in ("layer", "files", "indexed"):
+        table.add_column(name, justify="left" if name == "layer" else "right")
+    for row in outcome["layers"]:
+        table.add_row(row["dir"], str(row["files"]), str(row["indexed"]))
+    table.add_row("[bold]all[/]", str(outcome["files"]), str(outcome["indexed"]))
+    _out.print(table)
+    age = outcome["index_age_seconds"]
+    built = f", built {age:.0f} s ago" if age is not None else ""
+    problems = outcome["problems"]
+    left_out = f", {problems} file(s) left out" if problems else ""
+    _out.print(f"index: {outcome['index']}{built}{left_out}")
+
+
 def _hooks(outcome: dict[str, Any]) -> None:
     dry = " (dry run: nothing written)" if outcome["dry_run"] else ""
     _out.print(f"{outcome['client']} {outcome['event']} hook: [bold]{outcome['action']}[/]{dry}"
@@ -355,28 +370,23 @@ def _generic(outcome: dict[str, Any]) -> None:
     _out.print(_escape(dumps(outcome)))
 
 
-_RENDERERS = {
-    "validate": _issues,
-    "audit": _issues,
+# The styles the catalog's operations name (``Operation.render``).
+_STYLES = {
+    "issues": _issues,
     "init": _init,
     "doctor": _doctor_extra,
     "index": _index,
-    "route": _results,
-    "search": _results,
-    "retrieve": _trails,
+    "results": _results,
+    "trails": _trails,
     "maintain": _maintain,
     "schedule_print": _schedule_print,
     "unlock": _unlock,
     "browse": _browse,
     "open": _open,
     "status": _status,
-    "hooks_install": _hooks,
-    "hooks_uninstall": _hooks,
-    "capture": _receipt,
-    "remember": _receipt,
-    "apply_daily": _receipt,
-    "apply_structured": _receipt,
-    "promote": _receipt,
-    "supersede": _receipt,
+    "stats": _stats,
+    "hooks": _hooks,
+    "receipt": _receipt,
     "structured_context": _structured_context,
+    "generic": _generic,
 }

@@ -44,14 +44,6 @@ ANCESTOR_WEIGHT = 0.2  # evidence on a trail's owners supports, but never outwei
 TREE_WEIGHT = 1.0  # favor trails in the trees that hold most of the evidence
 PROBE_WEIGHT = 0.5  # a caller's extra probe is weaker evidence than the user's own words
 
-# The retrieve command's options: name -> (type, default). The typer command and the
-# lean per-turn parser (``lean.parse``) are both built from this one table.
-CLI_OPTIONS: dict[str, tuple[type, Any]] = {
-    "limit": (int, DEFAULT_LIMIT),
-    "query-plan": (str, None),
-    "strict": (bool, False),
-}
-
 # --- queries --------------------------------------------------------------------------------
 
 
@@ -95,11 +87,11 @@ def node_of(row: Node) -> dict[str, Any]:
 
 
 def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
-          layers: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
+          layer: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
     """Candidates whose path or title matches: where in the forest to look."""
     from .envelope import result
 
-    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
+    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layer)
     with opened(forest) as forest:
         con = forest.reader()
         with con:
@@ -111,12 +103,12 @@ def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
 
 
 def search(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
-           layers: list[str] | None = None, include_body: bool = False,
+           layer: list[str] | None = None, include_body: bool = False,
            strict: bool = False) -> dict[str, Any]:
     """Documents whose body matches. Bodies only with ``include_body``: the current bytes."""
     from .envelope import result
 
-    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layers)
+    terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layer)
     with opened(forest) as forest:
         con = forest.reader()
         with con:
@@ -208,18 +200,19 @@ class _Trail:
 
 
 def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
-             plan: Any = None, strict: bool = False) -> dict[str, Any]:
+             query_plan: Any = None, strict: bool = False) -> dict[str, Any]:
     """Root-first trails XLTM -> LTM -> MTM -> STM for a query, checked against the files.
 
-    ``plan`` is a parsed ``QueryPlan`` (or None). Trails with evidence from the
-    original query always rank ahead of trails found only by plan probes.
+    ``query_plan`` is a parsed ``QueryPlan`` (or None). Trails with evidence
+    from the original query always rank ahead of trails found only by its probes.
     Every node is re-hashed and flagged (``check``); ``strict`` fails closed
     on a changed file instead.
     """
     from .envelope import result
 
     queries = [_checked_query(query)]
-    queries += [query_terms(probe.query) for probe in (plan.probes if plan is not None else [])]
+    probes = query_plan.probes if query_plan is not None else []
+    queries += [query_terms(probe.query) for probe in probes]
     limit = _checked_limit(limit)
     with opened(forest) as forest:
         con = forest.reader()
@@ -233,15 +226,6 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
                   body_included=False, probes=len(queries) - 1)
 
 
-def retrieve_command(root: str | Path, query: str, limit: int = DEFAULT_LIMIT,
-                     query_plan: str | None = None, strict: bool = False) -> dict[str, Any]:
-    """``retrieve`` as the command line has it: a QueryPlan given as a file or ``-``."""
-    plan = None
-    if query_plan is not None:
-        from . import queryplan
-
-        plan = queryplan.load(query_plan)
-    return retrieve(root, query, limit=limit, plan=plan, strict=strict)
 
 
 def _trails(con: sqlite3.Connection, queries: list[list[str]],
@@ -337,12 +321,3 @@ def _render(trail: _Trail) -> dict[str, Any]:
             if parent not in missing and child not in missing
         ],
     }
-
-
-def __getattr__(name: str) -> Any:
-    """``retrieve.open_document``, loaded only when asked for: it lives in ``opening``."""
-    if name == "open_document":
-        from .opening import open_document
-
-        return open_document
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

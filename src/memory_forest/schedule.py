@@ -96,19 +96,21 @@ def template_text(name: str) -> str:
 
 def print_entry(
     scheduler: str,
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None = None,
     bin_path: str | os.PathLike[str] | None = None,
-    log_path: str | os.PathLike[str] | None = None,
+    log: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Return a ready-to-install entry for ``scheduler`` with absolute paths filled in.
 
-    ``root`` is made absolute and must be a real directory (a symlink root is
-    refused). ``bin_path`` defaults to the running ``memory-forest`` console
-    script, else the one on PATH. ``log_path`` defaults to
+    ``root`` (default: the default root, see ``userconfig``) is made absolute
+    and must be a real directory (a symlink root is refused). ``bin_path``
+    defaults to the running ``memory-forest`` console script, else the one on
+    PATH. ``log`` defaults to
     ``<ROOT>.maintenance.jsonl``, next to the forest like its lock.
     """
     from .envelope import result
     from .forest import Forest
+    from .userconfig import resolve_root
 
     if scheduler not in SCHEDULERS:
         raise usage_error(
@@ -116,10 +118,11 @@ def print_entry(
             f"unknown scheduler; choose one of {', '.join(SCHEDULERS)}",
             scheduler=str(scheduler)[:40],
         )
-    forest = Forest.of(root).root
+    forest = Forest.of(resolve_root(root)).root
     program = _program(bin_path)
-    log = _log(forest, log_path)
-    values = {"MEMORY_FOREST_BIN": str(program), "FOREST_ROOT": str(forest), "RUN_LOG": str(log)}
+    run_log = _log(forest, log)
+    values = {"MEMORY_FOREST_BIN": str(program), "FOREST_ROOT": str(forest),
+              "RUN_LOG": str(run_log)}
     for name, value in values.items():
         _check_value(name, value)
     entries = [
@@ -135,8 +138,8 @@ def print_entry(
         scheduler=scheduler,
         root=str(forest),
         bin=str(program),
-        log=str(log),
-        command=[str(program), "maintain", str(forest), "--json", "--log", str(log)],
+        log=str(run_log),
+        command=[str(program), "maintain", str(forest), "--json", "--log", str(run_log)],
         entries=entries,
         install=list(INSTALL_STEPS[scheduler]),
     )

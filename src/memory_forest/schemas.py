@@ -1,17 +1,9 @@
-"""Pydantic models of the agent-facing operations: tool arguments and results.
+"""Pydantic models of what agents see: operation results, events and the gate receipt.
 
-One place for the shapes that agents see: the MCP server publishes these as
-tool input and output JSON Schemas, tests check that the library's results
-validate against them, and ``docs/gate-receipt.schema.json`` is generated
-from ``GateReceipt``.
-
-Argument models are strict and closed (no coercion, no unknown fields) and
-are named like the CLI's parameters. Range checks that the library already
-makes (limit, layer names, empty queries, names, titles, transaction ids,
-events) are documented in the schema but left to the library, so a caller
-gets the same error code from every surface. A query plan is parsed by
-``queryplan.parse``, and capture's events by ``capture.inline_events``, each
-with its own codes.
+The MCP server publishes the result models as its tools' output schemas
+(the argument schemas are generated from the catalog's parameters), tests
+check that the library's results validate against them, and
+``docs/gate-receipt.schema.json`` is generated from ``GateReceipt``.
 
 Nothing on the per-turn path imports this module: pydantic costs more to
 import than a whole lookup.
@@ -21,92 +13,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from .gate import MESSAGES as GATE_MESSAGES
-from .queryplan import QueryPlan
-from .retrieve import DEFAULT_LIMIT, MAX_LIMIT
-from .routes import MAX_SEGMENT
 from .writers.capture import EVENT_ID, MAX_EVENTS, MAX_LABEL
-from .writers.markdown import MAX_TITLE
-from .writers.receipts import TRANSACTION_ID
-from .writers.remember import MAX_CONTENT_BYTES
-
-_LIMIT_RANGE = {"minimum": 1, "maximum": MAX_LIMIT}
-_QUERY = ("Literal text, usually the user's own words. Punctuation, quotes and search "
-          "operators are data; stopwords are ignored.")
-_LAYER = ("Layers to search, each as a key (xltm, ltm, mtm, stm, life_archive, daily, istm), "
-          "a number (0-6) or a directory name ('04 stm'). Default: the structured layers "
-          "01-04.")
-
-
-class Arguments(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-# --- arguments ------------------------------------------------------------------------------
-
-
-class RouteArguments(Arguments):
-    query: str = Field(description=_QUERY)
-    limit: int = Field(DEFAULT_LIMIT, description="At most this many results.",
-                       json_schema_extra=_LIMIT_RANGE)
-    layer: list[str] | None = Field(None, description=_LAYER)
-
-
-_STRICT = ("Fail with index_stale when a file changed since indexing (and with the file's "
-           "code when it cannot be read), instead of returning it flagged verified=false.")
-
-
-class SearchArguments(RouteArguments):
-    strict: bool = Field(False, description=_STRICT)
-
-
-class RetrieveArguments(Arguments):
-    query: str = Field(description=_QUERY)
-    limit: int = Field(DEFAULT_LIMIT, description="At most this many trails.",
-                       json_schema_extra=_LIMIT_RANGE)
-    query_plan: QueryPlan | None = Field(
-        None, description="Extra probes (translations, synonyms) searched with the query. "
-        "Trails that only a probe found rank after every trail the query found.")
-    strict: bool = Field(False, description=_STRICT)
-
-    @field_validator("query_plan", mode="before")
-    @classmethod
-    def _parse_plan(cls, value: Any) -> Any:
-        # The same strict parser (and error codes) as a plan file given to the CLI.
-        if value is None:
-            return None
-        from .jsonio import dumps
-        from .queryplan import parse
-
-        return parse(dumps(value))
-
-
-class OpenArguments(Arguments):
-    path: str = Field(description="Root-relative path of one document, as a route result "
-                      "or trail node gives it, e.g. '04 stm/kitchen/fermentation/"
-                      "kimchi-batch-7.md'; the same without its extension (the form a "
-                      "wikilink uses); or a document id such as 'stm-kimchi-batch-7'.",
-                      max_length=4096)
-    allow_source_layers: bool = Field(False, description="Allow opening a raw source file "
-                                      "in '05 daily' or '06 istm'. Only when the user or a "
-                                      "record's sources point there.")
-
-
-class StatusArguments(Arguments):
-    pass
-
-
-# The writers' shared arguments. ``wait`` is the one range pydantic checks itself (finite,
-# 0-30): the library accepts up to 3600, but a tool call must not park a server thread long.
-MAX_WAIT = 30.0
-_TRANSACTION_ID = ("Id of this write, for a safe retry: the same id with the same arguments "
-                   "returns the stored receipt (already_applied=true) and writes nothing; the "
-                   "same id with other arguments fails with transaction_id_conflict. 1-128 "
-                   "letters, digits, '.', '_' or '-'. Default: a new id.")
-_WAIT = (f"Seconds (0-{MAX_WAIT:g}) to wait for the forest lock while another writer holds "
-         "it; with 0 a held lock fails at once with lock_held.")
 
 
 # Published as a schema only: capture's events are checked by the library, for its codes.
@@ -127,56 +37,8 @@ class Event(BaseModel):
                          "credential-shaped strings are redacted.")
 
 
-class CaptureArguments(Arguments):
-    events: list[dict[str, Any]] = Field(
-        description="One event object, or a list of them stored as one batch (all or nothing). "
-        "Other keys of an event are stored as given; 'captured_at' and 'sha256' are filled by "
-        "the tool and may not be supplied.")
-    transaction_id: str | None = Field(None, description=_TRANSACTION_ID,
-                                       json_schema_extra={"pattern": TRANSACTION_ID})
-    wait: float = Field(0.0, ge=0, le=MAX_WAIT, allow_inf_nan=False, description=_WAIT)
-
-    @field_validator("events", mode="plain", json_schema_input_type=Event | Annotated[
-        list[Event], Field(min_length=1, max_length=MAX_EVENTS)])
-    @classmethod
-    def _inline(cls, value: Any) -> Any:
-        # The library's checks and codes (capture_empty, capture_not_object, ...), as for a file.
-        from .writers.capture import inline_events
-
-        return inline_events(value)
-
-
-_SEGMENT = {"minLength": 1, "maxLength": MAX_SEGMENT}
-
-
-class RememberArguments(Arguments):
-    tree: str = Field(description="Tree (domain) name: the '<tree>' of '02 ltm/<tree>_LTM.md'. "
-                      "Reuse a tree that route or retrieve showed when the fact belongs there.",
-                      json_schema_extra=_SEGMENT)
-    branch: str = Field(description="Branch name inside the tree: '03 mtm/<tree>/<branch>.md'.",
-                        json_schema_extra=_SEGMENT)
-    leaf: str = Field(description="Leaf (STM record) name: '04 stm/<tree>/<branch>/<leaf>.md'. "
-                      "An existing leaf gets the fact appended.", json_schema_extra=_SEGMENT)
-    title: str | None = Field(None, description="Title of the leaf when it is new; one line. "
-                              "Default: from the leaf's name. An existing leaf keeps its "
-                              "title (the result says title_ignored).",
-                              json_schema_extra={"minLength": 1, "maxLength": MAX_TITLE})
-    content: str = Field(description="The fact to remember (at most "
-                         f"{MAX_CONTENT_BYTES // 1024} KiB of UTF-8). Stored as written; only "
-                         "what would add structure is neutralized: a heading line is indented, "
-                         "'[[' is written '\\[\\['. It cannot add headings, wikilinks or "
-                         "frontmatter.", json_schema_extra={"minLength": 1})
-    source: str = Field("memory-forest", description="Who remembers: the ISTM event's source, "
-                        "e.g. the agent's name.",
-                        json_schema_extra={"minLength": 1, "maxLength": MAX_LABEL})
-    tree_title: str | None = Field(None, description="Title of the tree if it is new. Default: "
-                                   "its name.")
-    branch_title: str | None = Field(None, description="Title of the branch if it is new. "
-                                     "Default: its name.")
-    tag: list[str] | None = Field(None, description="Tags of the leaf if it is new.")
-    transaction_id: str | None = Field(None, description=_TRANSACTION_ID,
-                                       json_schema_extra={"pattern": TRANSACTION_ID})
-    wait: float = Field(0.0, ge=0, le=MAX_WAIT, allow_inf_nan=False, description=_WAIT)
+# What a tool's ``events`` may be: one event, or a batch of them.
+EventBatch = Event | Annotated[list[Event], Field(min_length=1, max_length=MAX_EVENTS)]
 
 
 # --- results --------------------------------------------------------------------------------
@@ -263,6 +125,25 @@ class OpenResult(Result, Node):
     indexed: bool = Field(description="False for a canonical file the index does not hold "
                           "(new since the last index, or left out for a problem); its body "
                           "is still returned.")
+
+
+class LayerCount(BaseModel):
+    layer: str = Field(description="The layer's key: xltm, ltm, mtm, stm, ...")
+    dir: str = Field(description="The layer's directory, e.g. '04 stm'.")
+    files: int = Field(description="Files in the layer on disk (debris not counted).")
+    indexed: int = Field(description="Documents of the layer the index holds.")
+
+
+class StatsResult(Result):
+    layers: list[LayerCount]
+    files: int
+    indexed: int
+    index: str = Field(description="absent, current, stale or invalid.")
+    index_age_seconds: float | None = Field(description="Seconds since the index was built; "
+                                            "null without a readable index.")
+    problems: int | None = Field(description="Files the last index build left out for a "
+                                 "problem ('memory-forest index ROOT' lists them); null "
+                                 "without a readable index.")
 
 
 class StatusResult(Result):

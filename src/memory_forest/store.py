@@ -209,6 +209,11 @@ def sizes_and_mtimes(con: sqlite3.Connection) -> dict[str, tuple[int, int]]:
             con.execute("SELECT path, size, mtime_ns FROM docs")}
 
 
+def layer_counts(con: sqlite3.Connection) -> dict[str, int]:
+    """How many documents the index holds in each layer, by layer directory."""
+    return dict(con.execute("SELECT layer, count(*) FROM docs GROUP BY layer"))
+
+
 def digests(con: sqlite3.Connection) -> dict[str, str]:
     """sha256 of every indexed file, by path."""
     return dict(con.execute("SELECT path, sha256 FROM docs"))

@@ -436,11 +436,10 @@ def test_hooks_and_schedule_write_the_absolute_default_root(indexed: Path, tmp_p
     assert str(indexed) in text
 
 
-def test_the_lean_gate_without_root_imports_no_cli_library(indexed: Path,
-                                                           monkeypatch: pytest.MonkeyPatch
-                                                           ) -> None:
+def test_the_gate_without_root_imports_no_heavy_library(indexed: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_FOREST_ROOT", str(indexed))
-    probe = ("import sys\nfrom memory_forest.entry import main\n"
+    probe = ("import sys\nfrom memory_forest.cli import main\n"
              "try:\n    main(['gate'])\nexcept SystemExit:\n    pass\n"
              "heavy = [m for m in ('typer', 'click', 'rich', 'pydantic', 'tomllib') "
              "if m in sys.modules]\nsys.stderr.write(repr(heavy))\n")
@@ -451,18 +450,14 @@ def test_the_lean_gate_without_root_imports_no_cli_library(indexed: Path,
 
 
 def test_every_root_command_documents_the_default_root() -> None:
-    from typer.testing import CliRunner
-
-    from memory_forest import cli
-
-    runner = CliRunner()
     for command in ROOT_COMMANDS:
-        done = runner.invoke(cli.app, [command, "--help"], terminal_width=200)
-        assert done.exit_code == 0, (command, done.output)
-        usage = done.output.splitlines()[0]
+        done = run_cli(command, "--help")
+        assert done.code == 0, (command, done.stderr)
+        usage = done.stdout.splitlines()[0]
         assert f"memory-forest {command} [OPTIONS] [ROOT]" in usage, usage
-        assert "MEMORY_FOREST_ROOT" in done.output and "one positional short" in done.output
-        assert "Example:" in done.output, command
+        text = " ".join(done.stdout.split())
+        assert "MEMORY_FOREST_ROOT" in text and "one positional short" in text
+        assert "Example:" in done.stdout, command
 
 
 # --- broken YAML frontmatter ----------------------------------------------------------------
@@ -480,17 +475,16 @@ def test_broken_yaml_names_its_line_and_not_the_memory_text(example_forest: Path
     assert "recipe" not in issue["message"]
 
 
-def test_the_lean_parser_takes_the_default_root_by_the_same_rule(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memory_forest import lean
-
-    assert lean.gate_args(["gate"]) is None  # no default: typer says root_required
-    monkeypatch.setenv("MEMORY_FOREST_ROOT", "/forest")
-    assert lean.gate_args(["gate", "--limit", "3"])["root"] == "/forest"
-    assert lean.retrieve_args(["retrieve", "kimchi"])["query"] == "kimchi"
-    assert lean.retrieve_args(["retrieve", "kimchi"])["root"] == "/forest"
-    assert lean.retrieve_args(["retrieve", "/other", "kimchi"])["root"] == "/other"
-    assert lean.retrieve_args(["retrieve"]) is None
+def test_a_line_one_positional_short_takes_the_default_root(
+        indexed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_FOREST_ROOT", str(indexed))
+    assert run_cli("--json", "retrieve", "kimchi").json()["count"] >= 1
+    assert run_cli("--json", "gate", "--limit", "3").code == 0
+    other = run_cli("--json", "retrieve", tmp_path / "other", "kimchi")
+    assert other.code == 1 and other.json()["error"]["code"] == "root_missing"
+    missing = run_cli("--json", "retrieve")
+    assert missing.code == 2 and "QUERY" in missing.json()["error"]["message"]
     monkeypatch.delenv("MEMORY_FOREST_ROOT")
-    user_config(tmp_path, monkeypatch, "root = 3\n")  # typer reports user_config_invalid
-    assert lean.gate_args(["gate"]) is None
+    user_config(tmp_path, monkeypatch, "root = 3\n")
+    bad = run_cli("--json", "gate")
+    assert bad.code == 1 and bad.json()["error"]["code"] == "user_config_invalid"

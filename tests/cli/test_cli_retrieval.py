@@ -325,50 +325,39 @@ def test_doctor_reports_the_index_state(tmp_path):
                                 "quarantined": 0}
 
 
-# --- the lean per-turn path ------------------------------------------------------------------
+# --- the command line as the catalog declares it -------------------------------------------
 
 
-def test_typer_retrieve_and_the_lean_parser_share_one_option_table():
-    import typer
-
-    from memory_forest.cli import app
-    from memory_forest.retrieve import CLI_OPTIONS
-
-    command = typer.main.get_command(app).commands["retrieve"]
-    options = {param.name: param for param in command.params
-               if param.name not in ("root", "query")}
-    assert {name.replace("_", "-") for name in options} == set(CLI_OPTIONS)
-    for name, (_kind, default) in CLI_OPTIONS.items():
-        param = options[name.replace("-", "_")]
-        assert f"--{name}" in param.opts and param.default == default
-
-
-@pytest.mark.parametrize("args, expected", [
-    (["retrieve", "R", "kimchi"], {"root": "R", "query": "kimchi", "limit": 10,
-                                   "query_plan": None, "strict": False}),
-    (["--json", "retrieve", "R", "two words", "--limit=3", "--query-plan", "-"],
-     {"root": "R", "query": "two words", "limit": 3, "query_plan": "-", "strict": False}),
-    (["retrieve", "R", "--strict", "kimchi"], {"root": "R", "query": "kimchi", "limit": 10,
-                                               "query_plan": None, "strict": True}),
+@pytest.mark.parametrize("spelled", [
+    ["retrieve", "{root}", "kimchi", "--json"],
+    ["--json", "retrieve", "{root}", "kimchi", "--limit=10"],
+    ["retrieve", "--strict", "{root}", "kimchi", "-n", "10", "--json"],
+    ["retrieve", "{root}", "--json", "--", "kimchi"],
 ])
-def test_lean_retrieve_parser_accepts_plain_lines(args, expected):
-    from memory_forest.lean import retrieve_args as lean_args
-
-    assert lean_args(args) == expected
+def test_every_spelling_of_a_retrieve_line_gives_the_same_answer(shared_example, spelled):
+    line = [arg.format(root=shared_example) for arg in spelled]
+    done = subprocess.run([sys.executable, "-m", "memory_forest", *line],
+                          capture_output=True, text=True, timeout=60)
+    plain = subprocess.run([sys.executable, "-m", "memory_forest", "retrieve",
+                            str(shared_example), "kimchi", "--json"],
+                           capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout) == json.loads(plain.stdout)
 
 
 @pytest.mark.parametrize("args", [
-    ["retrieve", "R"], ["retrieve", "R", "q", "--help"], ["retrieve", "R", "q", "-n", "3"],
-    ["retrieve", "R", "q", "extra"], ["retrieve", "R", "q", "--limit", "x"],
-    ["retrieve", "R", "--", "-q"], ["route", "R", "q"],
+    ["retrieve", "{root}", "q", "extra"],
+    ["retrieve", "{root}", "q", "--limit", "x"], ["retrieve", "{root}", "q", "--limit"],
+    ["retrieve", "{root}", "q", "--limit", "1", "--bogus"],
 ])
-def test_lean_retrieve_parser_leaves_everything_else_to_typer(args):
-    from memory_forest.lean import retrieve_args as lean_args
+def test_malformed_retrieve_lines_are_usage_errors(shared_example, args):
+    line = [arg.format(root=shared_example) for arg in args]
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "--json", *line],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout
+    assert json.loads(done.stdout)["error"]["code"] == "usage_error"
 
-    assert lean_args(args) is None
 
-
-def test_lean_and_typer_paths_print_the_same_answer(shared_example):
+def test_retrieve_as_a_process_answers_and_fails_with_codes(shared_example):
     lean = subprocess.run([sys.executable, "-m", "memory_forest", "retrieve",
                            str(shared_example), "kimchi", "--json"],
                           capture_output=True, text=True, timeout=60)

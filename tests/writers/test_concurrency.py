@@ -77,7 +77,7 @@ def test_reads_during_writes_see_the_old_or_the_new_index(example_forest, tmp_pa
                     con.close()
                 if orphans:
                     problems.append("full-text rows without a document")
-                retrieve.search(example_forest, "pickles brine", layers=["stm"])
+                retrieve.search(example_forest, "pickles brine", layer=["stm"])
             except ForestError as exc:
                 problems.append(exc.code)
 
@@ -98,7 +98,7 @@ def test_reads_during_writes_see_the_old_or_the_new_index(example_forest, tmp_pa
     assert len(set(seen)) >= 2, seen
     assert seen == sorted(seen)  # the document count only ever grows, one commit at a time
     assert set(seen) <= {12 + k for k in range(0, 4 + 8 + 1)}
-    hits = retrieve.search(example_forest, "pickles brine", layers=["stm"], limit=20)
+    hits = retrieve.search(example_forest, "pickles brine", layer=["stm"], limit=20)
     assert hits["count"] == 8
     assert os.path.exists(example_forest / "03 mtm/kitchen/pickles.md")
 
@@ -132,13 +132,15 @@ def test_the_largest_wait_is_accepted(example_forest):
 def test_the_mcp_tools_refuse_the_same_waits(wait):
     from pydantic import ValidationError
 
-    from memory_forest import schemas
+    from memory_forest import catalog
+    from memory_forest.mcp_server import arguments_model
 
+    tools = catalog.by_name()
     event_args = {"observed_at": "2026-11-30T09:00:00Z", "source": "a", "kind": "note",
                   "payload": 1}
     with pytest.raises(ValidationError):
-        schemas.CaptureArguments.model_validate({"events": event_args, "wait": wait})
+        arguments_model(tools["capture"]).model_validate({"events": event_args, "wait": wait})
     with pytest.raises(ValidationError):
-        schemas.RememberArguments.model_validate(
+        arguments_model(tools["remember"]).model_validate(
             {"tree": "t", "branch": "b", "leaf": "l", "title": "T", "content": "c",
              "wait": wait})

@@ -104,7 +104,7 @@ def test_remember_counts_only_what_it_stores(example_forest):
     # The tree and branch exist and keep their titles; the leaf exists and keeps its tags.
     out = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None,
                    "Day 15.", tree_title=f"K {SLACK}", branch_title=f"F {STRIPE}",
-                   tags=[GITHUB])
+                   tag=[GITHUB])
     assert out["redactions"] == {} and not out["created"]
     assert_clean(example_forest, out)
 

@@ -14,7 +14,7 @@ from writerkit import assert_whole, contents, istm_records, same_modulo_neutrali
 
 from memory_forest.documents import read_facts, scan_markdown, split_frontmatter
 from memory_forest.errors import ForestError
-from memory_forest.retrieve import open_document
+from memory_forest.opening import open_document
 from memory_forest.routes import parse_route
 from memory_forest.writers.markdown import clean_text
 from memory_forest.writers.remember import default_title, remember
@@ -29,7 +29,7 @@ def facts(root, rel):
 
 def test_new_leaf_in_a_new_tree_materializes_every_parent(empty_forest):
     out = remember(empty_forest, "garden", "beds", "bed-a", "Bed A", "Planted garlic.",
-                   tree_title="Garden", branch_title="Beds", tags=["garlic"])
+                   tree_title="Garden", branch_title="Beds", tag=["garlic"])
     assert out["ok"] and out["created"] and out["path"] == "04 stm/garden/beds/bed-a.md"
     created = {item["path"] for item in out["touched"] if item["before_sha256"] is None}
     assert created >= {"01 xltm/XLTM.md", "02 ltm/garden_LTM.md", "03 mtm/garden/beds.md",

@@ -37,13 +37,13 @@ STALE_BUILD_NS = 60 * 10**9  # a build folder without a readable pid is left alo
 MAX_MARKER_BYTES = 4096
 
 
-def browse(forest: Forest | str | os.PathLike[str], out_arg: str | os.PathLike[str]
+def browse(forest: Forest | str | os.PathLike[str], out: str | os.PathLike[str]
            ) -> dict[str, Any]:
-    """Generate the site for ``forest`` into ``out_arg`` (new or empty)."""
+    """Generate the site for ``forest`` into ``out`` (new or empty)."""
     from ..checks import check
 
     root = Forest.of(forest).root
-    out, state = _check_out(root, out_arg)
+    out, state = _check_out(root, out)
     checked = check(root)
     snap, issues = checked.snap, checked.issues
     _clear_stale_builds(out)
@@ -147,13 +147,13 @@ class _Writer:
 # --- the output directory --------------------------------------------------------------------
 
 
-def _check_out(root: Path, out_arg: str | os.PathLike[str]) -> tuple[Path, str]:
+def _check_out(root: Path, out: str | os.PathLike[str]) -> tuple[Path, str]:
     """Check the output directory; say what it is: ``new``, ``empty`` or an earlier ``site``.
 
     Refused: a symlink, a path inside the forest, a non-directory, and a
     non-empty directory without a valid marker.
     """
-    out = Path(os.path.abspath(os.fspath(out_arg)))
+    out = Path(os.path.abspath(os.fspath(out)))
     try:
         st: os.stat_result | None = os.lstat(out)
     except FileNotFoundError:

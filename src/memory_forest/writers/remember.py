@@ -48,28 +48,19 @@ def _added(*parts: Counts) -> Counts:
     return {rule: sum(part.get(rule, 0) for part in parts) for part in parts for rule in part}
 
 
-def remember_command(root: str | Path, tree: str, branch: str, leaf: str, title: str | None,
-                     content: str | None = None, file: str | None = None,
-                     **options: Any) -> dict[str, Any]:
-    """``remember`` as the command line has it: the content inline or from a file (``-``
-    for stdin), exactly one of the two."""
+def read_content(raw: bytes) -> str:
+    """Content given as bytes (a file, or stdin): UTF-8 text, without a byte-order mark."""
     from ..errors import usage_error
-    from ..safety import read_caller_file
 
-    if (content is None) == (file is None):
-        raise usage_error("content_required", "give exactly one of --content or --file")
-    if file is not None:
-        raw = read_caller_file(file, MAX_CONTENT_BYTES, "content")
-        try:
-            content = raw.decode("utf-8").removeprefix("\ufeff")
-        except UnicodeDecodeError:
-            raise usage_error("content_not_utf8", "the input is not UTF-8") from None
-    return remember(root, tree, branch, leaf, title, content, **options)
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        raise usage_error("content_not_utf8", "the input is not UTF-8") from None
 
 
 def remember(forest: Forest | str | Path, tree: str, branch: str, leaf: str, title: str | None,
              content: str, source: str = "memory-forest", tree_title: str | None = None,
-             branch_title: str | None = None, tags: list[str] | None = None,
+             branch_title: str | None = None, tag: list[str] | None = None,
              transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
     for segment, what in ((tree, "tree"), (branch, "branch"), (leaf, "leaf")):
         check_linkable(segment, what)
@@ -89,7 +80,7 @@ def remember(forest: Forest | str | Path, tree: str, branch: str, leaf: str, tit
         raise ForestError("content_too_large", f"content is at most {MAX_CONTENT_BYTES} bytes",
                           exit_code=2)
     tag_counts: Counts = {}
-    tags = redact_value([check_title(tag, "tag") for tag in tags or []], tag_counts)
+    tags = redact_value([check_title(one, "tag") for one in tag or []], tag_counts)
     path = stm_path(tree, branch, leaf)
     request = {"tree": tree, "branch": branch, "leaf": leaf, "title": title, "content": content,
                "source": source, "tree_title": tree_title, "branch_title": branch_title,

@@ -1,70 +1,73 @@
-"""One registry, every surface: the CLI, the MCP tools and the models agree."""
+"""One catalog, every surface: the CLI, the MCP tools and the gate are its projections."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
 import pytest
-import typer
 from pydantic import ValidationError
 
-from memory_forest import gate, registry, schemas
-from memory_forest.cli import app
+from memory_forest import catalog, gate, schemas
+from memory_forest.catalog import KINDS
 from memory_forest.errors import ForestError
+from memory_forest.mcp_server import arguments_model, call
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+OPERATIONS = catalog.operations()
+TOOLS = {operation.name: operation for operation in catalog.tools()}
 
 
-def cli_commands() -> dict:
-    return typer.main.get_command(app).commands
+def model(name: str):
+    return arguments_model(TOOLS[name])
 
 
-def test_names_are_unique_and_snake_case():
-    names = [operation.name for operation in registry.OPERATIONS]
-    assert len(names) == len(set(names)) == len(registry.BY_NAME)
+def test_names_and_command_words_are_unique():
+    names = [operation.name for operation in OPERATIONS]
+    assert len(names) == len(set(names)) == len(catalog.by_name())
     assert all(name.isidentifier() and name.islower() for name in names)
+    words = [operation.command for operation in OPERATIONS]
+    assert len(words) == len(set(words))
 
 
-@pytest.mark.parametrize("operation", registry.OPERATIONS, ids=lambda op: op.name)
-def test_every_operation_has_a_cli_command_with_the_same_parameter_names(operation):
-    command = cli_commands().get(operation.name)
-    assert command is not None, f"no CLI command '{operation.name}'"
-    cli_params = {param.name for param in command.params} - {"root"}
-    fields = set(operation.arguments.model_fields)
-    cli_only, tool_only = set(operation.cli_only), set(operation.tool_only)
-    assert cli_only <= cli_params - fields, "cli_only names no CLI-only parameter"
-    assert tool_only <= fields - cli_params, "tool_only names no tool-only argument"
-    # An argument only the tool has is input the CLI takes in another shape, never new input.
-    assert not tool_only or cli_only
-    assert cli_params - cli_only == fields - tool_only
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
+def test_every_declaration_names_a_function_that_takes_its_parameters(operation):
+    """The declaration is the one definition: its names and defaults are the function's."""
+    signature = inspect.signature(operation.function())
+    for param in operation.params:
+        assert param.kind in KINDS
+        assert param.name in signature.parameters, (operation.name, param.name)
+        default = signature.parameters[param.name].default
+        if default is not inspect.Parameter.empty and not param.required:
+            assert default == (param.default or None) or default == param.default, param.name
+    assert operation.summary and "memory-forest " + operation.words in operation.example
 
 
-
-@pytest.mark.parametrize("operation", registry.OPERATIONS, ids=lambda op: op.name)
+@pytest.mark.parametrize("operation", catalog.tools(), ids=lambda op: op.name)
 def test_argument_models_are_closed_and_strict(operation):
-    schema = operation.arguments.model_json_schema()
+    schema = arguments_model(operation).model_json_schema()
     assert schema["type"] == "object" and schema["additionalProperties"] is False
     with pytest.raises(ValidationError):
-        operation.arguments.model_validate({"no_such_argument": 1})
-    assert operation.description and operation.title
+        arguments_model(operation).model_validate({"no_such_argument": 1})
+    assert operation.tool and operation.title and operation.result
 
 
 def test_range_checks_are_left_to_the_library_for_the_same_codes():
-    args = schemas.RouteArguments.model_validate({"query": "kimchi", "limit": 0})
+    args = model("route").model_validate({"query": "kimchi", "limit": 0})
     assert args.limit == 0  # the library answers with limit_out_of_range, like the CLI
-    schema = schemas.RouteArguments.model_json_schema()["properties"]["limit"]
+    schema = model("route").model_json_schema()["properties"]["limit"]
     assert (schema["minimum"], schema["maximum"], schema["default"]) == (1, 100, 10)
     with pytest.raises(ValidationError):
-        schemas.RouteArguments.model_validate({"query": "kimchi", "limit": "5"})  # strict
+        model("route").model_validate({"query": "kimchi", "limit": "5"})  # strict
     with pytest.raises(ValidationError):
-        schemas.RouteArguments.model_validate({"query": "kimchi", "limit": True})
+        model("route").model_validate({"query": "kimchi", "limit": True})
 
 
 def test_a_query_plan_argument_goes_through_the_strict_plan_parser():
     plan = {"schema_version": 1, "probes": [{"query": "김치"}]}
-    args = schemas.RetrieveArguments.model_validate({"query": "kimchi", "query_plan": plan})
+    args = model("retrieve").model_validate({"query": "kimchi", "query_plan": plan})
     assert args.query_plan.probes[0].query == "김치"
     for bad, code in [({"schema_version": 1, "probes": [{"query": "a", "x": 1}]},
                        "query_plan_unknown_field"),
@@ -73,9 +76,9 @@ def test_a_query_plan_argument_goes_through_the_strict_plan_parser():
                        "query_plan_control_character"),
                       ([1], "query_plan_not_object")]:
         with pytest.raises(ForestError) as caught:
-            schemas.RetrieveArguments.model_validate({"query": "q", "query_plan": bad})
+            model("retrieve").model_validate({"query": "q", "query_plan": bad})
         assert caught.value.code == code
-    schema = schemas.RetrieveArguments.model_json_schema()
+    schema = model("retrieve").model_json_schema()
     assert schema["$defs"]["QueryPlan"]["properties"]["schema_version"]["const"] == 1
 
 
@@ -94,6 +97,7 @@ def test_library_results_validate_against_the_result_models(shared_example, exam
                      "query_plan": {"schema_version": 1, "probes": [{"query": "tomato"}]}},
         "open": {"path": KIMCHI},
         "status": {},
+        "stats": {},
         # The writers write into a fresh copy; the shared forest stays as it was.
         "capture": {"events": [EVENT, {**EVENT, "event_id": "evt-registry-2"}],
                     "transaction_id": "tx-registry-capture"},
@@ -101,18 +105,19 @@ def test_library_results_validate_against_the_result_models(shared_example, exam
                      "title": "Dill pickles", "content": "Brine at 5 percent.",
                      "tag": ["pickles"], "transaction_id": "tx-registry-remember"},
     }
-    assert set(calls) == set(registry.BY_NAME)
+    assert set(calls) == set(TOOLS)
     for name, arguments in calls.items():
-        operation = registry.BY_NAME[name]
-        root = shared_example if operation.read_only else example_forest
-        outcome = operation.call(root, operation.arguments.model_validate(arguments))
-        assert outcome["ok"] is True and outcome["operation"] == name
-        operation.result.model_validate(outcome)
+        operation = TOOLS[name]
+        root = example_forest if operation.writes else shared_example
+        outcome = call(root, name, arguments)
+        assert outcome["ok"] is True and outcome["operation"] == name, outcome
+        result_model = getattr(schemas, operation.result)
+        result_model.model_validate(outcome)
         assert outcome.get("count", 1) >= 1
-        if not operation.read_only:  # an exact retry answers from the receipt, same shape
-            again = operation.call(root, operation.arguments.model_validate(arguments))
+        if operation.writes:  # an exact retry answers from the receipt, same shape
+            again = call(root, name, arguments)
             assert again["already_applied"] is True and outcome["already_applied"] is False
-            operation.result.model_validate(again)
+            result_model.model_validate(again)
 
 
 def test_write_arguments_leave_the_event_and_name_checks_to_the_library():
@@ -120,24 +125,24 @@ def test_write_arguments_leave_the_event_and_name_checks_to_the_library():
                          ([EVENT, 3], "capture_not_object"),
                          ([{**EVENT, "payload": float("nan")}], "capture_non_finite")]:
         with pytest.raises(ForestError) as caught:
-            schemas.CaptureArguments.model_validate({"events": events})
+            model("capture").model_validate({"events": events})
         assert caught.value.code == code
-    one = schemas.CaptureArguments.model_validate({"events": EVENT})
+    one = model("capture").model_validate({"events": EVENT})
     assert one.events == [EVENT] and one.wait == 0
     # Field checks of an event, names and titles come from the library, with its codes.
-    assert schemas.CaptureArguments.model_validate({"events": {"payload": 1}}).events
-    args = schemas.RememberArguments.model_validate(
+    assert model("capture").model_validate({"events": {"payload": 1}}).events
+    args = model("remember").model_validate(
         {"tree": "a/b", "branch": "x", "leaf": "y", "title": "", "content": "c"})
     assert args.tree == "a/b" and args.source == "memory-forest"
     for bad in [{"events": EVENT, "wait": 31}, {"events": EVENT, "wait": -1},
                 {"events": EVENT, "wait": True}, {"events": EVENT, "transaction_id": 7},
                 {"events": EVENT, "file": "/etc/passwd"}, {}]:
         with pytest.raises(ValidationError):
-            schemas.CaptureArguments.model_validate(bad)
+            model("capture").model_validate(bad)
     with pytest.raises(ValidationError):  # content comes inline only
-        schemas.RememberArguments.model_validate(
+        model("remember").model_validate(
             {"tree": "t", "branch": "b", "leaf": "l", "title": "T", "file": "notes.md"})
-    schema = schemas.CaptureArguments.model_json_schema()
+    schema = model("capture").model_json_schema()
     assert schema["required"] == ["events"]
     assert schema["$defs"]["Event"]["required"] == ["observed_at", "source", "kind", "payload"]
     assert [form.get("type") for form in schema["properties"]["events"]["anyOf"]] == \
@@ -171,28 +176,39 @@ def test_the_receipt_error_codes_are_the_gate_messages():
     assert schema["$defs"]["GateError"]["properties"]["code"]["enum"] == list(gate.MESSAGES)
 
 
-# --- the MCP projection ---------------------------------------------------------------------
+# --- the projections -----------------------------------------------------------------------
 
 
-def test_mcp_tools_are_the_registry_projected():
+def test_mcp_tools_are_the_catalog_projected():
     pytest.importorskip("mcp", reason="the optional 'mcp' SDK is not installed "
                         "(pip install 'memory-forest[mcp]')")
     from memory_forest import mcp_server
 
     tools = {tool.name: tool.model_dump(by_alias=True, exclude_none=True)
              for tool in mcp_server.tools()}
-    assert list(tools) == [operation.name for operation in registry.OPERATIONS]
-    for operation in registry.OPERATIONS:
+    assert list(tools) == list(TOOLS)
+    for operation in TOOLS.values():
         tool = tools[operation.name]
-        assert tool["inputSchema"] == operation.arguments.model_json_schema()
-        assert tool["outputSchema"] == operation.result.model_json_schema()
-        assert tool["description"] == operation.description
-        assert tool["annotations"]["readOnlyHint"] is operation.read_only
+        assert tool["inputSchema"] == arguments_model(operation).model_json_schema()
+        assert tool["outputSchema"] == getattr(schemas, operation.result).model_json_schema()
+        assert tool["description"] == operation.tool
+        assert tool["annotations"]["readOnlyHint"] is not operation.writes
         assert tool["annotations"]["openWorldHint"] is False
-        if operation.read_only:
-            assert cli_commands()[operation.name] is not None
+        if not operation.writes:
             assert "destructiveHint" not in tool["annotations"]
         else:  # the writers only add: append events, create or extend records, add links
             assert tool["annotations"]["destructiveHint"] is False
-    assert {op.name for op in registry.OPERATIONS if not op.read_only} == {"capture",
-                                                                         "remember"}
+    assert {op.name for op in TOOLS.values() if op.writes} == {"capture", "remember"}
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
+def test_cli_help_shows_every_cli_parameter_of_the_declaration(operation):
+    from memory_forest.helptext import command_help
+
+    text = command_help(operation)
+    assert text.startswith(f"Usage: memory-forest {operation.words} [OPTIONS]")
+    for param in operation.params:
+        if param.cli:
+            forms = (*param.flags, *param.file_flags) or (param.metavar,)
+            assert all(form in text for form in forms), (operation.name, param.name)
+    assert f"Example: {operation.example}" in text

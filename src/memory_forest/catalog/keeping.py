@@ -1,0 +1,120 @@
+"""Operations that create, check, repair, schedule and publish a forest."""
+
+from __future__ import annotations
+
+from . import FLAG, PATH, TEXT, Operation, Param
+from .params import WAIT
+
+_DRY_RUN = Param("dry_run", FLAG, "Report the change; write nothing.", flags=("--dry-run",))
+_CLIENT = Param("client", TEXT, "claude-code or codex.", flags=("--client",), required=True)
+_SETTINGS = Param("settings", PATH, "Settings file (default: ~/.claude/settings.json for "
+                  "claude-code, ~/.codex/hooks.json for codex).", flags=("--settings",))
+
+OPERATIONS = (
+    Operation(
+        "init", "memory_forest.operations:init",
+        "Create a new private forest (0700/0600) at a path that does not exist.",
+        "memory-forest init ~/memory --example",
+        # Not "root": a new forest is always named, never the default root.
+        params=(Param("target", PATH, "Path of the new forest (must not exist).",
+                      required=True, metavar="ROOT"),
+                Param("example", FLAG, "Fill it with the synthetic example.",
+                      flags=("--example",))),
+        forest=False, writes=True, render="init"),
+    Operation(
+        "validate", "memory_forest.operations:validate",
+        "Check the structural contract: layers, names, parents, modes, symlinks, UTF-8, ISTM.",
+        "memory-forest validate ~/memory --json", render="issues"),
+    Operation(
+        "audit", "memory_forest.operations:audit",
+        "Validate, then check the link contract (parent links, adjacent layers only).",
+        "memory-forest audit ~/memory", render="issues"),
+    Operation(
+        "doctor", "memory_forest.operations:doctor",
+        "Report versions, SQLite features, config, counts, index, lock and journal state.",
+        "memory-forest doctor ~/memory --repair",
+        params=(Param("repair", FLAG, "Clear a stale lock, finish or roll back an interrupted "
+                      "write, restore 0700/0600 modes (takes the lock).", flags=("--repair",)),
+                WAIT.replace(help="With --repair: seconds (0-3600) to wait for the lock."),
+                Param("set_aside_journal", FLAG, "With --repair: when the journal cannot be "
+                      "recovered, move it to .memory-forest/journal.set-aside-<UTC stamp>/ "
+                      "(never deleted), if the forest passes audit.",
+                      flags=("--set-aside-journal",))),
+        writes=True, render="doctor"),
+    Operation(
+        "index", "memory_forest.operations:index",
+        "Bring the derived index up to date (incremental by default).",
+        "memory-forest index ~/memory --full",
+        help="Documents with errors are left out and listed; exit 0 whenever the index was "
+        "built.",
+        params=(Param("full", FLAG, "Rebuild from scratch, atomically.", flags=("--full",)),
+                WAIT.replace(help="Seconds (0-3600) to wait for the lock.")),
+        progress="indexing", render="index"),
+    Operation(
+        "maintain", "memory_forest.maintain:maintain",
+        "The scheduled job: lock, validate, audit, index, verify; never repairs anything.",
+        "memory-forest maintain ~/memory --json --log ~/memory.maintenance.jsonl",
+        help="Exits 0 when clean, 3 when it indexed with quarantined documents, 1 when it "
+        "failed.",
+        params=(Param("verify_all", FLAG, "Re-hash every file, not a sample.",
+                      flags=("--verify-all",)),
+                Param("log", PATH, "Append a one-line JSON run record to this file (0600).",
+                      flags=("--log",))),
+        render="maintain"),
+    Operation(
+        "unlock", "memory_forest.operations:unlock",
+        "Remove a stale forest lock after re-checking that its owner process is gone.",
+        "memory-forest unlock ~/memory --stale",
+        params=(Param("stale", FLAG, "Remove a lock whose owner process is gone.",
+                      flags=("--stale",)),),
+        writes=True, render="unlock"),
+    Operation(
+        "browse", "memory_forest.browse:browse",
+        "Write a private static site (0700/0600, works from file://) to read the forest.",
+        "memory-forest browse ~/memory --out ~/memory-site",
+        params=(Param("out", PATH, "New or empty directory for the site, outside the forest.",
+                      flags=("--out",), required=True),),
+        render="browse"),
+    Operation(
+        "serve", "memory_forest.mcp_server:serve",
+        "Run the MCP server for this forest over stdio (needs memory-forest[mcp]).",
+        "memory-forest serve ~/memory"),
+    Operation(
+        "hooks_install", "memory_forest.hooks:install",
+        "Add the gate hook to the client's settings; keeps every other setting, backs up first.",
+        "memory-forest hooks install --client claude-code --root ~/memory",
+        params=(_CLIENT,
+                Param("root", PATH, "Forest root directory (default: the default root); the "
+                      "hook always names it by its absolute path.", flags=("--root",)),
+                _SETTINGS, _DRY_RUN),
+        command=("hooks", "install"), forest=False, writes=True, render="hooks"),
+    Operation(
+        "hooks_uninstall", "memory_forest.hooks:uninstall",
+        "Remove the gate hooks that 'hooks install' added, and nothing else.",
+        "memory-forest hooks uninstall --client claude-code --root ~/memory",
+        params=(_CLIENT,
+                Param("root", PATH, "Only the hook for this forest (default: every gate hook "
+                      "this tool added).", flags=("--root",)),
+                _SETTINGS, _DRY_RUN),
+        command=("hooks", "uninstall"), forest=False, writes=True, render="hooks"),
+    Operation(
+        "schedule_print", "memory_forest.schedule:print_entry",
+        "Print a ready-to-install cron line, launchd plist or systemd units; installs nothing.",
+        "memory-forest schedule print --scheduler systemd --root ~/memory",
+        params=(Param("scheduler", TEXT, "cron, launchd or systemd.", flags=("--scheduler",),
+                      required=True),
+                Param("root", PATH, "Forest root directory (default: the default root); the "
+                      "entry always names it by its absolute path.", flags=("--root",)),
+                Param("bin_path", PATH, "memory-forest executable (default: this one).",
+                      flags=("--bin",)),
+                Param("log", PATH, "JSONL run log (default: ROOT.maintenance.jsonl next to the "
+                      "forest).", flags=("--log",))),
+        command=("schedule", "print"), forest=False, render="schedule_print"),
+)
+
+# What the command groups say in the help.
+GROUPS = {
+    "hooks": "Install or remove the per-turn gate as a UserPromptSubmit hook (Claude Code, "
+             "Codex).",
+    "schedule": "Print scheduler entries for unattended maintenance (installs nothing).",
+}

@@ -1,0 +1,129 @@
+"""Operations that write: each runs as one journaled transaction under the forest lock."""
+
+from __future__ import annotations
+
+from . import DOCUMENT, TEXT, TEXTS, Operation, Param
+from .params import MAX_TOOL_WAIT, PLAN, TRANSACTION_ID, WAIT
+
+_SEGMENT = {"minLength": 1, "maxLength": "memory_forest.routes:MAX_SEGMENT"}
+_LABEL = {"minLength": 1, "maxLength": "memory_forest.writers.capture:MAX_LABEL"}
+
+CAPTURE_TOOL = (
+    "Append raw events to the forest's raw layer, the ISTM shard of today "
+    "('06 istm/YYYY-MM-DD.jsonl', UTC); no other canonical file changes. 'events' is one event "
+    "object or a list of them, stored as one batch, all or nothing. Each needs observed_at "
+    "(RFC 3339 with a time zone), source, kind and payload; the tool adds captured_at, sha256 "
+    "and, when absent, event_id. Credential-shaped strings (keys, tokens, passwords) become "
+    "[REDACTED:<rule>] before anything is stored. Events are stored as JSON data: they never "
+    "become Markdown, links or instructions. The forest lock is held only while the write runs; "
+    "when another writer holds it the call fails with lock_held ('wait' waits up to "
+    f"{MAX_TOOL_WAIT:g} s). Safe to retry: the same transaction_id with the same events returns "
+    "the stored receipt (already_applied=true), and an event_id already stored with the same "
+    "content is not stored twice (with other content: capture_event_conflict). Returns the "
+    "receipt: event_ids, shard, redaction counts, touched files.")
+
+REMEMBER_TOOL = (
+    "Record one durable fact now, in one transaction: the content is captured as an ISTM event "
+    "(kind 'remember', redacted like capture) in today's '06 istm/YYYY-MM-DD.jsonl' and filed as "
+    "a dated block, citing that event, in the STM leaf '04 stm/<tree>/<branch>/<leaf>.md'. An "
+    "existing leaf gets the block appended and keeps its title; a new leaf is created with "
+    "'title' (default: from its name), after any missing parent (branch "
+    "'03 mtm/<tree>/<branch>.md', tree '02 ltm/<tree>_LTM.md'), parent first, each parent "
+    "gaining one link to its new child. The content is stored as written; only what would "
+    "change the leaf's structure is neutralized, visibly (a heading line indented, '[[' written "
+    "'\\[\\['), so it adds no heading, wikilink or frontmatter. No other canonical file changes. "
+    "The index is updated, so retrieve and open find the leaf at once. The forest lock is held "
+    "only while the write runs (lock_held when another writer has it; 'wait' waits up to "
+    f"{MAX_TOOL_WAIT:g} s). Pass a transaction_id to retry safely: the same id and arguments "
+    "return the stored receipt (already_applied=true) instead of writing twice.")
+
+EVENTS = Param(
+    "events", DOCUMENT, "A JSON object or JSONL file of events.", required=True,
+    file_flags=("--file", "-f"), stdin_mark=True, input_code="capture_input",
+    doc="One event object, or a list of them stored as one batch (all or nothing). Other keys "
+    "of an event are stored as given; 'captured_at' and 'sha256' are filled by the tool and may "
+    "not be supplied.",
+    reader="memory_forest.writers.capture:parse_input",
+    parser="memory_forest.writers.capture:inline_events",
+    tool_type="memory_forest.schemas:EventBatch",
+    max_bytes="memory_forest.writers.capture:MAX_INPUT_BYTES")
+
+CONTENT = Param(
+    "content", TEXT, "The fact to remember.", flags=("--content",), required=True,
+    file_flags=("--file", "-f"), metavar="TEXT",
+    doc="The fact to remember (at most 256 KiB of UTF-8). Stored as written; only what would "
+    "add structure is neutralized: a heading line is indented, '[[' is written '\\[\\['. It "
+    "cannot add headings, wikilinks or frontmatter.", schema={"minLength": 1},
+    reader="memory_forest.writers.remember:read_content",
+    max_bytes="memory_forest.writers.remember:MAX_CONTENT_BYTES")
+
+OPERATIONS = (
+    Operation(
+        "capture", "memory_forest.writers.capture:capture_events",
+        "Append raw events (one JSON object, or JSONL) to today's ISTM shard, redacting secrets.",
+        "memory-forest capture ~/memory --file events.jsonl",
+        params=(EVENTS, TRANSACTION_ID, WAIT), writes=True, destructive=False,
+        render="receipt", tool=CAPTURE_TOOL, title="Capture raw events",
+        result="CaptureResult"),
+    Operation(
+        "remember", "memory_forest.writers.remember:remember",
+        "Capture one fact as an ISTM event and file it in an STM leaf, in one transaction.",
+        "memory-forest remember ~/memory --tree kitchen --branch pickles --leaf dill "
+        '--title "Dill pickles" --content "Brine at 5 percent."',
+        params=(
+            Param("tree", TEXT, "Tree (domain) name.", flags=("--tree",), required=True,
+                  schema=_SEGMENT,
+                  doc="Tree (domain) name: the '<tree>' of '02 ltm/<tree>_LTM.md'. Reuse a tree "
+                  "that route or retrieve showed when the fact belongs there."),
+            Param("branch", TEXT, "Branch name inside the tree.", flags=("--branch",),
+                  required=True, schema=_SEGMENT,
+                  doc="Branch name inside the tree: '03 mtm/<tree>/<branch>.md'."),
+            Param("leaf", TEXT, "Leaf (STM record) name.", flags=("--leaf",), required=True,
+                  schema=_SEGMENT,
+                  doc="Leaf (STM record) name: '04 stm/<tree>/<branch>/<leaf>.md'. An existing "
+                  "leaf gets the fact appended."),
+            Param("title", TEXT, "Title of the leaf when it is new (default: from its name); an "
+                  "existing leaf keeps its own.", flags=("--title",),
+                  schema={"minLength": 1, "maxLength": "memory_forest.writers.markdown:MAX_TITLE"},
+                  doc="Title of the leaf when it is new; one line. Default: from the leaf's "
+                  "name. An existing leaf keeps its title (the result says title_ignored)."),
+            CONTENT,
+            Param("source", TEXT, "Who remembers: the ISTM event's source.", flags=("--source",),
+                  default="memory-forest", schema=_LABEL,
+                  doc="Who remembers: the ISTM event's source, e.g. the agent's name."),
+            Param("tree_title", TEXT, "Title of the tree if it is new.", flags=("--tree-title",),
+                  doc="Title of the tree if it is new. Default: its name."),
+            Param("branch_title", TEXT, "Title of the branch if it is new.",
+                  flags=("--branch-title",),
+                  doc="Title of the branch if it is new. Default: its name."),
+            Param("tag", TEXTS, "Tag of a new leaf; repeatable.", flags=("--tag",),
+                  default=None, doc="Tags of the leaf if it is new."),
+            TRANSACTION_ID, WAIT),
+        writes=True, destructive=False, render="receipt", tool=REMEMBER_TOOL,
+        title="Remember a fact", result="RememberResult"),
+    Operation(
+        "apply_daily", "memory_forest.writers.daily:apply_daily",
+        "Apply a Daily Plan: add entries (with stable ## anchors) to 05 daily/YYYY-MM-DD.md.",
+        "memory-forest apply-daily ~/memory daily-plan.json",
+        params=(PLAN, WAIT), writes=True, render="receipt"),
+    Operation(
+        "apply_structured", "memory_forest.writers.structured:apply_structured",
+        "Apply a Structured Sweep Plan bound to a structured-context snapshot.",
+        "memory-forest apply-structured ~/memory sweep-plan.json",
+        params=(PLAN, WAIT), writes=True, render="receipt"),
+    Operation(
+        "promote", "memory_forest.writers.promote:promote",
+        "Promote Daily entries into one STM leaf (a Promotion Plan), creating missing parents.",
+        "memory-forest promote ~/memory promotion-plan.json",
+        params=(PLAN, WAIT), writes=True, render="receipt"),
+    Operation(
+        "supersede", "memory_forest.writers.supersede:supersede",
+        "Create a new record beside an old one and mark the old one superseded.",
+        "memory-forest supersede ~/memory --id stm-kimchi-batch-7 --file kimchi-batch-7b.md",
+        params=(Param("old_id", TEXT, "Id of the record to supersede.", flags=("--id",),
+                      required=True),
+                Param("file", TEXT, "The new record (NAME.md).", flags=("--file", "-f"),
+                      required=True, metavar="NAME.md"),
+                TRANSACTION_ID, WAIT),
+        writes=True, render="receipt"),
+)

@@ -1,0 +1,52 @@
+"""``stats``: how much memory holds, and how fresh its index is.
+
+A read-only summary for a person or an agent deciding whether to trust the
+index: documents per layer on disk and in the index, the index's age, and
+how many files the last build left out for a problem. It reads the listing
+and the index, never a document body.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .forest import Forest
+
+
+def stats(forest: Forest | str | Path) -> dict[str, Any]:
+    from . import index, store
+    from .envelope import result
+    from .errors import ForestError
+    from .layers import LAYERS
+    from .safety import walk
+
+    forest = Forest.of(forest)
+    on_disk = _files_per_layer(walk(forest.root, forest.limits).files)
+    indexed: dict[str, int] = {}
+    state = index.state(forest.root)
+    age = problems = None
+    if state["state"] in ("current", "stale"):
+        try:
+            con = forest.reader()
+        except ForestError:
+            state = {"state": "invalid"}
+        else:
+            indexed = store.layer_counts(con)
+            problems = len(store.quarantined(con))
+            age = max(0.0, round(time.time() - store.built_at_ns(con) / 1e9, 3))
+    layers = [{"layer": layer.key, "dir": layer.dirname, "files": on_disk.get(layer.dirname, 0),
+               "indexed": indexed.get(layer.dirname, 0)} for layer in LAYERS]
+    return result("stats", layers=layers, files=sum(on_disk.values()),
+                  indexed=sum(indexed.values()), index=state["state"],
+                  index_age_seconds=age, problems=problems)
+
+
+def _files_per_layer(entries: list[Any]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for entry in entries:
+        top, slash, _ = entry.path.partition("/")
+        if slash and not top.startswith("."):
+            counts[top] = counts.get(top, 0) + 1
+    return counts
