@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test check lint release-audit mutation-check bench bench-surfaces clean
+.PHONY: demo test check lint release-audit mutation-check bench bench-surfaces docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# docs/cli.md's command reference and docs/mcp-tools.json are written from the catalog.
+docs: $(STAMP)
+	$(BIN)/python -m memory_forest.reference --write
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts

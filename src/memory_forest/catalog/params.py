@@ -36,7 +36,7 @@ MAX_TOOL_WAIT = 30.0
 
 TRANSACTION_ID = Param(
     "transaction_id", TEXT, "Id for an idempotent retry (default: a new one).",
-    flags=("--transaction-id",),
+    flags=("--transaction-id",), metavar="ID",
     doc="Id of this write, for a safe retry: the same id with the same arguments returns the "
     "stored receipt (already_applied=true) and writes nothing; the same id with other "
     "arguments fails with transaction_id_conflict. 1-128 letters, digits, '.', '_' or '-'. "

@@ -121,7 +121,7 @@ OPERATIONS = (
         "Create a new record beside an old one and mark the old one superseded.",
         "memory-forest supersede ~/memory --id stm-kimchi-batch-7 --file kimchi-batch-7b.md",
         params=(Param("old_id", TEXT, "Id of the record to supersede.", flags=("--id",),
-                      required=True),
+                      required=True, metavar="ID"),
                 Param("file", TEXT, "The new record (NAME.md).", flags=("--file", "-f"),
                       required=True, metavar="NAME.md"),
                 TRANSACTION_ID, WAIT),
