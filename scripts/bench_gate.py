@@ -8,7 +8,7 @@ N documents (generated like ``bench_scale.py``, or an indexed forest given
 with ``--forest``):
 
 - ``lean``: ``python -P -m memory_forest gate ROOT``, the command ``hooks
-  install`` writes; ``entry.main`` runs the gate without importing typer.
+  install`` writes; the gate's path imports no rich, pydantic or parsers.
 - ``cli``: the ``memory-forest`` console script, whatever it points at.
 - ``in_process``: ``gate.run`` in this process (no start-up cost).
 - ``python``: a bare ``python -c pass``, the floor of any process.

@@ -1,7 +1,7 @@
 """Scheduler entries for unattended maintenance: cron, launchd and systemd.
 
 ``print_entry`` fills the packaged templates in ``automation_templates/``
-(the same files as ``examples/automation/``) with absolute paths and returns
+(the only copy: nothing under ``examples/`` repeats them) with absolute paths and returns
 them; it installs nothing and writes nothing. Every entry runs
 ``memory-forest maintain ROOT --json --log LOG``, the one command a scheduler
 needs.
@@ -34,7 +34,7 @@ LOG_SUFFIX = ".maintenance.jsonl"
 
 @dataclass(frozen=True)
 class Template:
-    name: str  # file name in automation_templates/ and examples/automation/
+    name: str  # file name in automation_templates/
     install_as: str  # where the operator saves it ("~" is the home directory)
 
 

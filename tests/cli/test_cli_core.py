@@ -344,7 +344,7 @@ def test_memory_forest_root_makes_root_optional(indexed: Path, tmp_path: Path,
     assert run_cli("validate").stdout.startswith("validate ok: 12 canonical files")
     routed = assert_one_json_object(run_cli("--json", "route", "kimchi"), "route", True)
     assert KIMCHI in [hit["path"] for hit in routed["results"]]
-    # retrieve QUERY on the lean path and through typer (an option only typer knows: -n)
+    # retrieve QUERY plainly and with a short option: the same answer
     lean = assert_one_json_object(run_cli("retrieve", "kimchi", "--json"), "retrieve", True)
     full = assert_one_json_object(run_cli("retrieve", "kimchi", "-n", "10", "--json"),
                                   "retrieve", True)
