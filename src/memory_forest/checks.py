@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .errors import ForestError
 
 if TYPE_CHECKING:
-    from .forest import Forest
+    from .config import Opened
     from .issues import Issue
     from .quarantine import Triage
     from .snapshot import Reuse, Snapshot
@@ -79,7 +79,7 @@ class Checked:
         return triage(self.issues, self.snap.dirs)
 
 
-def check(forest: Forest | str | Path, audit: bool = True, reuse: Reuse | None = None,
+def check(forest: Opened | str | Path, audit: bool = True, reuse: Reuse | None = None,
           keep_text: bool = False, recorder: Recorder | None = None) -> Checked:
     """Scan, validate and (unless ``audit`` is false) audit the forest.
 

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from . import catalog
-from .catalog import DOCUMENT, FLAG, FLOAT, INT, PATH, TEXTS, Operation, Param
+from .catalog import DOCUMENT, FLAG, FLOAT, INT, PATH, TEXTS, Operation, Param, positionals
 
 PROG = "memory-forest"
 HELP_FLAGS = ("-h", "--help")
@@ -65,11 +65,11 @@ def _hoist_json(args: list[str]) -> tuple[bool, list[str]]:
 
 
 def _dispatch(args: list[str], json_mode: bool) -> int:
-    from .helptext import command_help, group_help, top_help
-
     if not args:
         if json_mode:
             raise UsageError("Missing command.")
+        from .helptext import top_help
+
         sys.stderr.write(top_help())
         return 2
     if args[0] == "--version":
@@ -78,6 +78,8 @@ def _dispatch(args: list[str], json_mode: bool) -> int:
         print(f"{PROG} {__version__}")
         return 0
     if args[0] in HELP_FLAGS:
+        from .helptext import top_help
+
         sys.stdout.write(top_help())
         return 0
     if args[0].startswith("-"):
@@ -88,10 +90,14 @@ def _dispatch(args: list[str], json_mode: bool) -> int:
         if group not in _groups():
             raise UsageError(f"No such command '{group}'.")
         if not rest[1:] or rest[1] in HELP_FLAGS:
+            from .helptext import group_help
+
             (sys.stdout if rest[1:] else sys.stderr).write(group_help(group))
             return 0 if rest[1:] else 2
         raise UsageError(f"No such command '{rest[1]}'.", words=group)
     if any(arg in HELP_FLAGS for arg in _before_double_dash(rest)):
+        from .helptext import command_help
+
         sys.stdout.write(command_help(operation))
         return 0
     return _run(operation, _parse(operation, rest), json_mode)
@@ -118,14 +124,6 @@ def _before_double_dash(args: list[str]) -> list[str]:
 # --- parsing --------------------------------------------------------------------------------
 
 
-def positionals(operation: Operation) -> list[Param]:
-    """The command's positionals, ROOT first when it takes a forest."""
-    from .helptext import ROOT
-
-    listed = [param for param in operation.params if param.cli and param.positional]
-    return [ROOT, *listed] if operation.forest else listed
-
-
 def _parse(operation: Operation, args: list[str]) -> dict[str, Any]:
     """The command line's values, one per parameter (and ``root``), converted to their kinds."""
     import argparse
@@ -134,7 +132,10 @@ def _parse(operation: Operation, args: list[str]) -> dict[str, Any]:
         def error(self, message: str) -> Any:  # argparse would print and exit
             raise UsageError(_sentence(message), operation)
 
-    parser = Parser(prog=f"{PROG} {operation.words}", add_help=False, allow_abbrev=False)
+    # argparse asks a formatter to check each argument's metavar; with a width given it does
+    # not import shutil (and its compression modules) to measure the terminal.
+    parser = Parser(prog=f"{PROG} {operation.words}", add_help=False, allow_abbrev=False,
+                    formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100))
     wanted = positionals(operation)
     for param in wanted:
         parser.add_argument(param.name, nargs="?")

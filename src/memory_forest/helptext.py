@@ -7,12 +7,9 @@ user reads in the terminal and in the docs is one text.
 from __future__ import annotations
 
 from . import catalog
-from .catalog import FLAG, PATH, Operation, Param
+from .catalog import FLAG, ROOT, Operation, Param, positionals
 
 WIDTH = 100
-ROOT = Param("root", PATH, "Forest root directory. Leave it out to use the default root "
-             "(MEMORY_FOREST_ROOT, else root in ~/.config/memory-forest/config.toml): a command "
-             "line one positional short has left ROOT out.", metavar="ROOT", required=True)
 JSON_HELP = "Print one compact JSON object (any position)."
 SUMMARY = ("A verifiable local memory for AI agents: canonical files, a derived index, "
            "route-first retrieval.")
@@ -45,8 +42,6 @@ def group_help(group: str) -> str:
 
 
 def command_help(operation: Operation) -> str:
-    from .cli import positionals
-
     wanted = positionals(operation)
     usage = " ".join(f"[{param.metavar}]" if param is ROOT else param.metavar
                      for param in wanted)

@@ -32,8 +32,8 @@ from .testhooks import crash_point
 
 if TYPE_CHECKING:
     from .checks import Checked, Recorder
+    from .config import Opened
     from .documents import Facts
-    from .forest import Forest
     from .quarantine import Triage
     from .routes import Route
 
@@ -84,13 +84,12 @@ def _refuse_symlinks(root: Path, path: Path) -> None:
                               {"path": os.path.relpath(candidate, root)})
 
 
-def state(forest: Forest | Path) -> dict[str, Any]:
+def state(forest: Opened | Path) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
-    from .forest import Forest
-    from .safety import walk
+    from .config import root_and_config
+    from .safety import open_root, walk
 
-    forest = Forest.of(forest)
-    root = forest.root
+    root = forest.root if hasattr(type(forest), "config") else open_root(forest)
     if not index_path(root).exists():
         return {"state": "absent"}
     try:
@@ -101,7 +100,8 @@ def state(forest: Forest | Path) -> dict[str, Any]:
         indexed = store.sizes_and_mtimes(con)
         held = {path: (size, mtime) for path, size, mtime, _ in store.quarantined(con)}
     con.close()
-    listing = walk(root, forest.limits)
+    _, config = root_and_config(forest)  # read only now: an absent index needs no config
+    listing = walk(root, config.limits)
     on_disk = {e.path: (e.size, e.mtime_ns) for e in listing.files
                if not e.path.startswith(STATE_DIR + "/") and "/" in e.path}
     known = {**held, **indexed}
@@ -338,7 +338,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def update_paths(forest: Forest | Path, paths: list[str] | set[str]) -> dict[str, Any]:
+def update_paths(forest: Opened | Path, paths: list[str] | set[str]) -> dict[str, Any]:
     """Re-describe exactly ``paths`` from the disk, in one transaction (writers, under the lock).
 
     Writers check the forest around the files they touch (docs/writing.md),
@@ -351,15 +351,14 @@ def update_paths(forest: Forest | Path, paths: list[str] | set[str]) -> dict[str
     A path the writer checked is no longer quarantined: its quarantine row goes.
     The limits are the writer's ``Forest``'s, so one write reads its config once.
     """
+    from .config import root_and_config
     from .documents import read_facts
-    from .forest import Forest
     from .routes import parse_route
     from .safety import read_regular
     from .snapshot import Snapshot
 
     started = time.perf_counter()
-    forest = Forest.of(forest)
-    root, config = forest.root, forest.config
+    root, config = root_and_config(forest)
     snap = Snapshot(root, config)
     absent: list[str] = []
     for rel in sorted(set(paths)):

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Config
+from .config import Config, Opened, root_and_config
 from .documents import Facts, read_facts
 from .errors import ForestError
-from .forest import Forest
 from .issues import WARNING, Issue
 from .layers import BY_DIR, LAYERS
 from .routes import Route, parse_route
@@ -46,10 +45,9 @@ class Snapshot:
         return counts
 
 
-def scan(forest: Forest | str | Path, reuse: Reuse | None = None, keep_text: bool = False
+def scan(forest: Opened | str | Path, reuse: Reuse | None = None, keep_text: bool = False
          ) -> Snapshot:
-    forest = Forest.of(forest)
-    root, config = forest.root, forest.config
+    root, config = root_and_config(forest)
     listing = walk(root, config.limits)
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
                     entries={entry.path: entry for entry in listing.files},

@@ -127,6 +127,19 @@ class Operation:
         return resolve(self.call)
 
 
+# The first positional of every operation over a forest; see ``cli._with_root`` for the rule.
+ROOT = Param(
+    "root", PATH, "Forest root directory. Leave it out to use the default root "
+    "(MEMORY_FOREST_ROOT, else root in ~/.config/memory-forest/config.toml): a command line "
+    "one positional short has left ROOT out.", metavar="ROOT", required=True)
+
+
+def positionals(operation: Operation) -> list[Param]:
+    """The command's positionals, ROOT first when it takes a forest."""
+    listed = [param for param in operation.params if param.cli and param.positional]
+    return [ROOT, *listed] if operation.forest else listed
+
+
 def resolve(reference: str) -> Any:
     """The attribute a ``"module:attribute"`` reference names, imported now."""
     module, _, attribute = reference.partition(":")
