@@ -121,7 +121,7 @@ def measure(root: Path, turns: dict[str, list[str]], runs: int,
                 cli_times += wall_ms([script, "gate", str(root)], data, per_turn)
             for _ in range(per_turn):
                 started = time.perf_counter()
-                receipt = gate.run(root, data)
+                receipt = gate.consult(root, data)
                 local_times.append((time.perf_counter() - started) * 1000)
                 statuses.add(receipt["status"])
         report[name] = {"turns": len(texts), "runs": len(lean_times),

@@ -150,10 +150,10 @@ def test_write_arguments_leave_the_event_and_name_checks_to_the_library():
 
 
 def test_gate_receipts_validate_against_the_receipt_model(shared_example, empty_forest):
-    receipts = [gate.run(shared_example, b"kimchi"), gate.run(shared_example, b"   "),
-                gate.run(shared_example, b"?!"), gate.run(empty_forest, b"kimchi"),
-                gate.run(shared_example, b"kimchi " * gate.MAX_TURN_BYTES),
-                gate.run(shared_example, b"x" * (gate.MAX_INPUT_BYTES + 1))]
+    receipts = [gate.consult(shared_example, b"kimchi"), gate.consult(shared_example, b"   "),
+                gate.consult(shared_example, b"?!"), gate.consult(empty_forest, b"kimchi"),
+                gate.consult(shared_example, b"kimchi " * gate.MAX_TURN_BYTES),
+                gate.consult(shared_example, b"x" * (gate.MAX_INPUT_BYTES + 1))]
     for receipt in receipts:
         schemas.GateReceipt.model_validate(receipt)
     assert [r["status"] for r in receipts] == ["evidence_found", "noop", "no_evidence",

@@ -38,7 +38,7 @@ if call == "remember":
 elif call == "gate":
     from memory_forest import gate
     sys.addaudithook(count)
-    outcome = gate.run(root, sys.argv[3].encode())
+    outcome = gate.consult(root, sys.argv[3].encode())
 print(json.dumps({"ok": outcome["ok"], "status": outcome.get("status"), **counts}))
 """
 

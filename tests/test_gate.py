@@ -59,7 +59,7 @@ def body_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_matching_turn_finds_evidence_with_the_exact_receipt_shape(shared_example):
     turn = b"How cold should the kimchi fridge be?"
-    receipt = gate.run(shared_example, turn)
+    receipt = gate.consult(shared_example, turn)
     assert set(receipt) == RECEIPT_KEYS
     assert receipt["schema_version"] == 1 and receipt["operation"] == "memory_forest_gate"
     assert receipt["ok"] is True and receipt["status"] == "evidence_found"
@@ -84,7 +84,7 @@ def test_both_phases_run_in_order_even_when_route_finds_nothing(body_only, monke
             return _original(*args, **kwargs)
 
         monkeypatch.setattr(retrieve, name, spy)
-    receipt = gate.run(body_only, b"anything about Quixoticsentinel?")
+    receipt = gate.consult(body_only, b"anything about Quixoticsentinel?")
     assert calls == ["route", "retrieve"]
     # Route matches titles and paths only; the word is in a body, so only retrieve finds it.
     assert receipt["route"] == {"count": 0, "results": []}
@@ -120,7 +120,7 @@ def test_a_turn_with_no_searchable_word_completes_with_no_evidence(shared_exampl
 
 
 def test_an_unsearchable_turn_still_needs_a_readable_index(empty_forest):
-    receipt = gate.run(empty_forest, b"?!")
+    receipt = gate.consult(empty_forest, b"?!")
     assert receipt["ok"] is False and receipt["error"]["code"] == "index_missing"
 
 
@@ -138,7 +138,7 @@ def test_a_turn_at_the_bound_is_searched_whole_and_a_longer_one_is_reduced(share
 
 
 def test_only_input_over_the_hard_cap_is_refused():
-    receipt = gate.run("/nonexistent", b" " * (MAX_INPUT_BYTES + 1))
+    receipt = gate.consult("/nonexistent", b" " * (MAX_INPUT_BYTES + 1))
     assert receipt["error"] == {"code": "turn_too_large", "message": MESSAGES["turn_too_large"],
                                 "details": {}}
     assert receipt["turn_sha256"] is None  # never the hash of a silently cut prefix
@@ -248,7 +248,7 @@ def test_the_gate_changes_nothing_on_disk(tmp_path):
 
 
 def test_limit_bounds_both_phases_and_is_checked(shared_example):
-    receipt = gate.run(shared_example, b"kimchi drip tomato sesame irrigation", limit=1)
+    receipt = gate.consult(shared_example, b"kimchi drip tomato sesame irrigation", limit=1)
     assert receipt["route"]["count"] <= 1 and receipt["retrieve"]["count"] <= 1
     code, receipt, _, _ = run_gate(shared_example, "kimchi", "--limit", "11")
     assert code == 2 and receipt["error"]["code"] == "limit_out_of_range"
@@ -358,16 +358,16 @@ def test_an_unreadable_node_is_flagged_unless_strict(tmp_path):
     moved = root / "kimchi.real"
     leaf.rename(moved)
     leaf.symlink_to(moved)  # a symlink swapped in since indexing
-    receipt = gate.run(root, b"How cold should the kimchi fridge be?")
+    receipt = gate.consult(root, b"How cold should the kimchi fridge be?")
     assert receipt["ok"] is True and receipt["status"] == "evidence_found"
     node = receipt["retrieve"]["trails"][0]["nodes"][-1]
     assert node["path"] == KIMCHI and node["verified"] is False
     assert node["read_error"] == "symlink" and node["current_sha256"] is None
     assert receipt["unverified"] == [KIMCHI]
-    strict = gate.run(root, b"How cold should the kimchi fridge be?", strict=True)
+    strict = gate.consult(root, b"How cold should the kimchi fridge be?", strict=True)
     assert strict["ok"] is False and strict["error"]["code"] == "symlink"
     leaf.unlink()  # and a file that is gone is flagged missing
-    node = gate.run(root, b"How cold should the kimchi fridge be?")["retrieve"]["trails"][0][
+    node = gate.consult(root, b"How cold should the kimchi fridge be?")["retrieve"]["trails"][0][
         "nodes"][-1]
     assert node["missing"] is True and node["changed_since_index"] is True
 
@@ -377,7 +377,7 @@ def test_an_unexpected_exception_is_internal_error_by_code_only(shared_example, 
         raise RuntimeError(f"secret detail {shared_example}")
 
     monkeypatch.setattr(retrieve, "retrieve", boom)
-    receipt = gate.run(shared_example, b"kimchi")
+    receipt = gate.consult(shared_example, b"kimchi")
     assert receipt["error"] == {"code": "internal_error", "message": MESSAGES["internal_error"],
                                 "details": {}}
     assert "secret" not in json.dumps(receipt) and str(shared_example) not in json.dumps(receipt)
@@ -430,7 +430,7 @@ def test_hook_context_cuts_long_titles(tmp_path):
     root = new_forest(tmp_path, example=True)
     write_doc(root, "04 stm/kitchen/fermentation/long.md", "Miso " + "x" * 300, "miso", "stm-l")
     operations.index(root)
-    answer = gate.hook_output(gate.run(root, b"miso"))
+    answer = gate.hook_output(gate.consult(root, b"miso"))
     receipt = json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
     title = receipt["route"]["results"][0]["title"]
     assert len(title) == gate.MAX_TITLE_CHARS and title.endswith("…")

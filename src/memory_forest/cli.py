@@ -245,7 +245,7 @@ def _sentence(message: str) -> str:
 
 
 def _run(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:
-    from .edge import run as run_edge
+    from .edge import present
 
     if operation.direct:
         return _run_direct(operation, values, json_mode)
@@ -261,7 +261,7 @@ def _run(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:
                 return function(**arguments)
             return function(_open_forest(root), **arguments)
 
-        return run_edge(operation.name, call, json_mode, operation.render)
+        return present(operation.name, call, json_mode, operation.render)
 
 
 def _run_direct(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:

@@ -15,8 +15,8 @@ from typing import Any
 from .jsonio import is_utf8
 
 
-def run(operation: str, call: Callable[[], dict[str, Any] | None], json_mode: bool,
-        style: str = "generic") -> int:
+def present(operation: str, call: Callable[[], dict[str, Any] | None], json_mode: bool,
+            style: str = "generic") -> int:
     """Run one library call, print its outcome, and return the exit code.
 
     0, 1, 2 (usage), or 128 + the signal number when interrupted: 130 for

@@ -1,6 +1,6 @@
 """The per-turn gate: consult memory before every reply, and say so in a receipt.
 
-``run(forest, data)`` takes the bytes of one user turn, runs ``route`` and then
+``consult(forest, data)`` takes the bytes of one user turn, runs ``route`` and then
 ``retrieve`` on it (always both, in that order, for any non-blank turn, on one
 ``Forest``: one root check, one config, one index connection) and returns one
 receipt::
@@ -128,7 +128,7 @@ class _Refused(Exception):
 # --- the gate operation ---------------------------------------------------------------------
 
 
-def run(forest: Forest | str | Path, data: bytes, limit: int = DEFAULT_LIMIT,
+def consult(forest: Forest | str | Path, data: bytes, limit: int = DEFAULT_LIMIT,
         strict: bool = False) -> dict[str, Any]:
     """The receipt for one turn given as raw bytes (UTF-8, at most ``MAX_INPUT_BYTES``).
 
@@ -276,7 +276,7 @@ def answer(forest: Forest | str | Path, raw: bytes, format: str, limit: int,
     if format not in FORMATS:
         return failure("format_unknown"), 2
     if format == "receipt":
-        receipt = run(forest, raw, limit, strict)
+        receipt = consult(forest, raw, limit, strict)
         if receipt["ok"]:
             return receipt, 0
         return receipt, 2 if receipt["error"]["code"] in _USAGE else 1
@@ -284,7 +284,7 @@ def answer(forest: Forest | str | Path, raw: bytes, format: str, limit: int,
         turn = _hook_prompt(raw)
     except (Exception, KeyboardInterrupt) as exc:  # fail closed: the host blocks the turn
         return hook_output(failure(_code_of(exc))), 0
-    return hook_output(run(forest, turn, limit, strict)), 0
+    return hook_output(consult(forest, turn, limit, strict)), 0
 
 
 def _hook_prompt(raw: bytes) -> bytes:

@@ -136,7 +136,7 @@ def call(root: Path, name: str, arguments: dict[str, Any] | None) -> dict[str, A
         return failure(name, {"code": "usage_error", "message": f"invalid arguments: {exc}",
                               "details": {"reason": exc.kind}})
 
-    def run() -> dict[str, Any]:
+    def validated_call() -> dict[str, Any]:
         try:
             values = _model(operation).model_validate(arguments or {})
         except ValidationError as exc:
@@ -147,7 +147,7 @@ def call(root: Path, name: str, arguments: dict[str, Any] | None) -> dict[str, A
                                   "details": {"fields": fields}})
         return operation.function()(Forest.open(root), **dict(values))
 
-    outcome, _ = outcome_of(name, run)
+    outcome, _ = outcome_of(name, validated_call)
     return outcome
 
 

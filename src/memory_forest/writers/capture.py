@@ -28,7 +28,7 @@ from ..errors import ForestError
 from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from .redact import redact_value, refuse_secret_name
-from .transaction import Stage, run
+from .transaction import Stage, transact
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 MAX_EVENTS = 100_000
@@ -269,4 +269,4 @@ def capture_events(forest: Forest | str | Path, events: list[dict[str, Any]],
     def prepare(stage: Stage) -> None:
         stage.details.update(stage_events(stage, events)[0])
 
-    return run(forest, "capture", events, transaction_id, prepare, wait)
+    return transact(forest, "capture", events, transaction_id, prepare, wait)

@@ -16,7 +16,7 @@ from ..errors import ForestError
 from ..forest import Forest
 from . import parents, plans
 from .markdown import body_of, clean_text, document, headings, neutralize
-from .transaction import Stage, run
+from .transaction import Stage, transact
 
 
 def entry_section(entry_id: str, summary: str, pointers: list[str]) -> str:
@@ -88,5 +88,5 @@ def apply_daily(forest: Forest | str | Path, source: str, wait: float = 0.0) -> 
                               "entries": [entry.entry_id for entry in plan.entries],
                               "redactions": redactions})
 
-    return run(forest, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
+    return transact(forest, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
                prepare, wait)

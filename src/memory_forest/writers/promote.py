@@ -19,7 +19,7 @@ from . import parents, plans
 from .daily import entry_text, resolve_entries
 from .markdown import neutralize
 from .redact import Counts, redact_text
-from .transaction import Stage, run
+from .transaction import Stage, transact
 
 
 def promote(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
@@ -58,5 +58,5 @@ def promote(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict
             {"entry_id": entry_id, "disposition": "promoted", "daily": daily[entry_id],
              "target": path} for entry_id in plan.entry_ids], "redactions": redactions})
 
-    return run(forest, "promote", plan.model_dump(mode="json"), plan.transaction_id, prepare,
+    return transact(forest, "promote", plan.model_dump(mode="json"), plan.transaction_id, prepare,
                wait)

@@ -20,7 +20,7 @@ from .capture import check_event, stage_events
 from .markdown import check_linkable, check_title, clean_text, neutralize
 from .receipts import now
 from .redact import Counts, redact_text, redact_value
-from .transaction import Stage, run
+from .transaction import Stage, transact
 
 MAX_CONTENT_BYTES = 256 * 1024
 
@@ -110,4 +110,4 @@ def remember(forest: Forest | str | Path, tree: str, branch: str, leaf: str, tit
                               "shard": captured["shard"], "redactions": _added(*stored),
                               "title_ignored": title is not None and not created})
 
-    return run(forest, "remember", request, transaction_id, prepare, wait)
+    return transact(forest, "remember", request, transaction_id, prepare, wait)

@@ -37,7 +37,7 @@ from .markdown import (
     neutralize,
     replace_body,
 )
-from .transaction import Stage, run
+from .transaction import Stage, transact
 from .view import View, dump, snapshot_sha256
 
 MAX_BODY_CHARS = 64 * 1024
@@ -140,7 +140,7 @@ def apply_structured(forest: Forest | str | Path, source: str, wait: float = 0.0
         stage.details.update({"changes": sorted(applied, key=lambda item: item["change"]),
                               "dispositions": dispositions, "redactions": redactions})
 
-    return run(forest, "apply_structured", plan.model_dump(mode="json"), plan.transaction_id,
+    return transact(forest, "apply_structured", plan.model_dump(mode="json"), plan.transaction_id,
                prepare, wait)
 
 

@@ -20,7 +20,7 @@ from ..forest import Forest
 from ..routes import mtm_path, parse_route, stm_path
 from . import parents
 from .markdown import check_linkable, check_title, clean_text, neutralize
-from .transaction import Stage, run
+from .transaction import Stage, transact
 
 MAX_FILE_BYTES = 1024 * 1024
 ALLOWED_KEYS = ("title", "tags", "sources")
@@ -103,4 +103,4 @@ def supersede(forest: Forest | str | Path, old_id: str, file: str,
         stage.details.update({"path": path, "superseded": old, "id": new_id,
                               "redactions": redactions})
 
-    return run(forest, "supersede", request, transaction_id, prepare, wait)
+    return transact(forest, "supersede", request, transaction_id, prepare, wait)

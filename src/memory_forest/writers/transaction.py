@@ -1,6 +1,6 @@
 """The one transaction engine every writer runs through.
 
-``run`` takes the lock, recovers an interrupted transaction, answers an exact
+``transact`` takes the lock, recovers an interrupted transaction, answers an exact
 retry from its receipt, lets the writer stage its files (``Stage``), checks
 the staged result (``check``), then journals, writes, updates the index,
 publishes the receipt and clears the journal. Any handled failure after the
@@ -72,8 +72,8 @@ class Stage:
 Prepare = Callable[[Stage], None]
 
 
-def run(forest: Forest | str | Path, operation: str, request: Any, transaction_id: str | None,
-        prepare: Prepare, wait: float = 0.0) -> dict[str, Any]:
+def transact(forest: Forest | str | Path, operation: str, request: Any, transaction_id: str | None,
+             prepare: Prepare, wait: float = 0.0) -> dict[str, Any]:
     """Run one write transaction and return its receipt as a result.
 
     Every step reads the limits of the one ``forest``: its config is read once
