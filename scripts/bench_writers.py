@@ -86,7 +86,7 @@ def bench_capture(workdir: Path, count: int, calls: int) -> dict:
     operations.init(root)
     operations.index(root)
     started = time.perf_counter()
-    capture.capture(root, str(source))
+    capture.capture_events(root, capture.parse_input(source.read_bytes()))
     seconds = time.perf_counter() - started
     results["batch_in_process_s"] = round(seconds, 3)
     results["batch_in_process_events_per_s"] = round(count / seconds)

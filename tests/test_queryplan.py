@@ -14,6 +14,7 @@ import pytest
 
 from memory_forest import queryplan
 from memory_forest.errors import ForestError
+from memory_forest.safety import read_caller_file
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -108,16 +109,21 @@ def test_probe_text_has_a_length_bound():
 # --- reading from a file --------------------------------------------------------------------
 
 
+def load(source: str):
+    """A plan file as ``retrieve --query-plan FILE`` reads it (the catalog's reader)."""
+    return queryplan.parse(read_caller_file(source, queryplan.MAX_BYTES, "query_plan"))
+
+
 def load_code(source: str) -> str:
     with pytest.raises(ForestError) as caught:
-        queryplan.load(source)
+        load(source)
     return caught.value.code
 
 
 def test_load_reads_a_regular_file(tmp_path):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(probes("kimchi")), encoding="utf-8")
-    assert queryplan.load(str(path)).probes[0].query == "kimchi"
+    assert load(str(path)).probes[0].query == "kimchi"
 
 
 def test_load_refuses_symlinks_directories_fifos_and_missing_files(tmp_path):
@@ -152,9 +158,10 @@ LOAD_AS_ANOTHER_USER = """
 import sys
 from memory_forest import queryplan
 from memory_forest.errors import ForestError
+from memory_forest.safety import read_caller_file
 print(queryplan.__file__)
 try:
-    queryplan.load(sys.argv[1])
+    queryplan.parse(read_caller_file(sys.argv[1], queryplan.MAX_BYTES, "query_plan"))
 except ForestError as exc:
     print(exc.code)
 else:
@@ -170,7 +177,7 @@ def load_code_where_modes_bind(path: Path) -> str:
     """
     if os.geteuid() != 0:
         try:
-            queryplan.load(str(path))
+            load(str(path))
         except ForestError as exc:
             return exc.code
         return "ok"

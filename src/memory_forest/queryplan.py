@@ -7,7 +7,6 @@ text and control characters are each rejected with their own code.
 
 from __future__ import annotations
 
-import sys
 import unicodedata
 from typing import Literal
 
@@ -47,12 +46,6 @@ def exact_integer_version(value: object) -> object:
     if type(value) is not int:
         raise ValueError("schema_version must be the integer 1")
     return value
-
-
-def load(source: str, max_probes: int = DEFAULT_MAX_PROBES) -> QueryPlan:
-    """Read a plan from a regular, non-symlink file, or from stdin when ``source`` is ``-``."""
-    raw = sys.stdin.buffer.read(MAX_BYTES + 1) if source == "-" else _read_file(source)
-    return parse(raw, max_probes)
 
 
 def from_value(value: object) -> QueryPlan | None:
@@ -105,12 +98,6 @@ def _from_validation(exc: ValidationError) -> ForestError:
         return _reject("query_plan_empty_probe", "probe text is empty")
     return _reject("query_plan_bad_probe",
                    "probes must be a list of objects of exactly {\"query\": string}")
-
-
-def _read_file(source: str) -> bytes:
-    from .safety import read_caller_file
-
-    return read_caller_file(source, MAX_BYTES, "query_plan")
 
 
 def _reject(code: str, message: str) -> ForestError:

@@ -19,7 +19,7 @@ from memory_forest.writers import capture as cap
 def run(root, tmp_path, records, **kw):
     source = tmp_path / f"events-{os.urandom(3).hex()}.jsonl"
     source.write_bytes(jsonl(records) if isinstance(records, list) else records)
-    return cap.capture(root, str(source), **kw)
+    return cap.capture_events(root, cap.parse_input(source.read_bytes()), **kw)
 
 
 def code_of(call) -> str:

@@ -25,7 +25,7 @@ from memory_forest import lock, operations, testhooks
 from memory_forest.digest import sha256_hex
 from memory_forest.errors import ForestError
 from memory_forest.writers import journal
-from memory_forest.writers.capture import capture, capture_events
+from memory_forest.writers.capture import capture_events, parse_input
 from memory_forest.writers.structured import structured_context
 
 STEPS = ["staged", "journaled", "writing", "written", "indexed", "receipted"]
@@ -144,7 +144,7 @@ def test_the_next_writer_recovers_first(forest, tmp_path, step):
     lock.unlock_stale(forest)
     source = tmp_path / "next.jsonl"
     source.write_bytes(jsonl([event(99, event_id="after-crash")]))
-    out = capture(forest, str(source))
+    out = capture_events(forest, parse_input(source.read_bytes()))
     assert out["recovered"]["action"] == ("rolled_back" if step in ROLLED_BACK
                                           else "rolled_forward")
     shard = out["shard"]
@@ -280,7 +280,7 @@ def test_a_torn_manifest_temporary_file_is_ignored(forest, tmp_path):
     lock.unlock_stale(forest)
     source = tmp_path / "next.jsonl"
     source.write_bytes(jsonl([event(5, event_id="after-torn")]))
-    out = capture(forest, str(source))  # the next writer recovers first
+    out = capture_events(forest, parse_input(source.read_bytes()))  # the next writer recovers first
     assert out["recovered"]["action"] == "rolled_back"
     current = state(forest)
     shard = out["shard"]

@@ -138,7 +138,7 @@ def test_capture_redacts_payload_keys_and_values_at_depth_and_the_caller_fields(
     source = tmp_path / "events.jsonl"
     source.write_bytes(jsonl([event(1, payload=payload, extra=f"from {SLACK}")]))
     before = contents(empty_forest)
-    out = capture.capture(empty_forest, str(source))
+    out = capture.capture_events(empty_forest, capture.parse_input(source.read_bytes()))
     want = {"api_key": 1, "google_api_key": 1, "secret_field": 1, "url_credentials": 1,
             "aws_access_key": 2, "aws_secret_key": 2, "slack_token": 1, "assignment": 1}
     assert out["redactions"] == want

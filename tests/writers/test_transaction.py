@@ -16,7 +16,7 @@ from memory_forest import lock, operations, testhooks
 from memory_forest.errors import ForestError
 from memory_forest.jsonio import dumps
 from memory_forest.writers import journal
-from memory_forest.writers.capture import capture
+from memory_forest.writers.capture import capture_events, parse_input
 from memory_forest.writers.daily import apply_daily
 from memory_forest.writers.remember import remember
 
@@ -48,7 +48,8 @@ def test_a_different_request_under_a_used_id_fails(example_forest, tmp_path):
     source = tmp_path / "e.jsonl"
     source.write_bytes(jsonl([event(1)]))
     with pytest.raises(ForestError) as info:
-        capture(example_forest, str(source), transaction_id="tx-1")  # another operation
+        capture_events(example_forest, parse_input(source.read_bytes()),
+                       transaction_id="tx-1")  # another operation
     assert info.value.code == "transaction_id_conflict"
     assert contents(example_forest) == before
 

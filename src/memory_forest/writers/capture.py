@@ -247,18 +247,9 @@ def _stored(stage: Stage, path: str, event_id: str,
 # --- the command ------------------------------------------------------------------------------
 
 
-def capture(forest: Forest | str | Path, source: str, transaction_id: str | None = None,
-            wait: float = 0.0) -> dict[str, Any]:
-    """Read events from a file (or ``-`` for stdin) and capture them in one transaction."""
-    from ..safety import read_caller_file
-
-    events = parse_input(read_caller_file(source, MAX_INPUT_BYTES, "capture_input"))
-    return capture_events(forest, events, transaction_id=transaction_id, wait=wait)
-
-
 def capture_events(forest: Forest | str | Path, events: list[dict[str, Any]],
                    transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
-    """Capture events already in memory (from ``parse_input`` or ``inline_events``).
+    """Capture events (from ``parse_input`` for a file or stdin, ``inline_events`` for a tool).
 
     The request a receipt binds is the list of events, so the same batch given
     as a file to the CLI or inline to the MCP tool is the same request.
