@@ -81,9 +81,6 @@ class Forest:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __fspath__(self) -> str:  # a forest is a directory: ``os.fspath`` gives its root
-        return str(self.root)
-
     def __repr__(self) -> str:
         return f"Forest({str(self.root)!r})"
 

@@ -161,11 +161,15 @@ def _model(operation: Operation) -> Any:
     return _MODELS[operation.name]
 
 
-def serve(root_arg: str | Path) -> None:
-    """Check the root and the SDK, then serve over stdin/stdout until the client leaves."""
-    from .safety import open_root
+def serve(forest: Any) -> None:
+    """Check the root and the SDK, then serve over stdin/stdout until the client leaves.
 
-    root = open_root(root_arg)
+    ``forest`` is a ``Forest`` or a root path; each tool call opens its own handle, so a
+    long-running server sees the config and index as they are now.
+    """
+    from .forest import Forest
+
+    root = Forest.of(forest).root
     anyio, _, _, _ = _sdk()
     anyio.run(_serve, root)
 
