@@ -259,7 +259,8 @@ def _run(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:
             function = operation.function()
             if not operation.forest:
                 return function(**arguments)
-            return function(_open_forest(root), **arguments)
+            with _open_forest(root) as forest:
+                return function(forest, **arguments)
 
         return present(operation.name, call, json_mode, operation.render)
 

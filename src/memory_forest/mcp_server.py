@@ -145,7 +145,8 @@ def call(root: Path, name: str, arguments: dict[str, Any] | None) -> dict[str, A
             return failure(name, {"code": "usage_error",
                                   "message": f"invalid arguments: {', '.join(fields)}",
                                   "details": {"fields": fields}})
-        return operation.function()(Forest.open(root), **dict(values))
+        with Forest.open(root) as forest:  # a server lives long: close each call's reader
+            return operation.function()(forest, **dict(values))
 
     outcome, _ = outcome_of(name, validated_call)
     return outcome
