@@ -62,9 +62,11 @@ class Param:
                  stdin_mark: bool = False, reader: str | None = None,
                  parser: str | None = None, tool_type: str | None = None,
                  max_bytes: int | str | None = None, input_code: str | None = None) -> None:
-        self.name, self.kind, self.help, self.flags = name, kind, help, flags
-        self.default = [] if kind == TEXTS and default is None else default
-        self.default = False if kind == FLAG else self.default
+        if kind == FLAG:
+            default = False  # a flag is given or not: its default is never anything else
+        elif kind == TEXTS and default is None:
+            default = []
+        self.name, self.kind, self.help, self.flags, self.default = name, kind, help, flags, default
         self.required, self.cli, self.tool = required, cli, tool and kind != PATH
         self.metavar = metavar or (name.upper() if not flags else _value_name(kind, name))
         self.doc = doc or help
