@@ -52,12 +52,12 @@ class Facts:
         """Where a field sits in ``dumps``'s array, for SQLite's JSON functions."""
         return f"$[{FACTS_FIELDS.index(name)}]"
 
-    def dumps(self) -> str:
+    def dumps(self, ascii_only: bool = False) -> str:
         """Positional JSON in ``FACTS_FIELDS`` order, as the index keeps it (arrays decode
-        faster than objects)."""
+        faster than objects); ``ascii_only`` for facts whose path may not be UTF-8."""
         values = [getattr(self, name) for name in FACTS_FIELDS]
         values[-1] = [list(issue) for issue in self.issues]  # issues come last
-        return json.dumps(values, ensure_ascii=False)
+        return json.dumps(values, ensure_ascii=ascii_only)
 
     @classmethod
     def loads(cls, text: str) -> Facts:

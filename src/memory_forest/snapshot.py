@@ -1,8 +1,7 @@
 """Walk and parse a forest once into a ``Snapshot`` that validate and audit read.
 
-``reuse`` lets the index hand back facts it already holds for files whose
-size and mtime are unchanged, so a large forest is re-read only where it
-changed. Modes and symlinks are still checked on every walk.
+``survey`` is the walk alone, with the problems it shows; ``scan`` reads
+every document as well. Modes and symlinks are checked on every walk.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ from .routes import Route, parse_route
 from .safety import Entry, read_regular, walk
 from .statefiles import CONFIG, STATE_DIR, state_rel
 
-Reuse = Callable[[Entry], tuple[Facts, Route] | None]  # cached facts and route, or None
-
 
 @dataclass
 class Snapshot:
@@ -29,7 +26,6 @@ class Snapshot:
     config: Config
     facts: dict[str, Facts] = field(default_factory=dict)  # canonical files by path
     routes: dict[str, Route] = field(default_factory=dict)
-    texts: dict[str, str] = field(default_factory=dict)  # searchable text of files read now
     issues: list[Issue] = field(default_factory=list)  # walk and route issues
     dirs: list[str] = field(default_factory=list)
     entries: dict[str, Entry] = field(default_factory=dict)  # every file the walk listed
@@ -45,8 +41,13 @@ class Snapshot:
         return counts
 
 
-def scan(forest: Opened | str | Path, reuse: Reuse | None = None, keep_text: bool = False
-         ) -> Snapshot:
+def survey(forest: Opened | str | Path) -> Snapshot:
+    """Walk the forest without reading a file: the listing and the problems it shows.
+
+    Those are the walk's own (modes, symlinks, special files), a missing
+    config, badly shaped directories and files at the root: everything an
+    incremental build re-derives on every run, because it costs no read.
+    """
     root, config = root_and_config(forest)
     listing = walk(root, config.limits)
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
@@ -57,26 +58,58 @@ def scan(forest: Opened | str | Path, reuse: Reuse | None = None, keep_text: boo
                                  f"no {CONFIG}; default limits apply", WARNING))
     for directory in listing.dirs:
         _check_directory(directory, snap.issues)
+    for entry in listing.files:
+        if "/" not in entry.path:
+            snap.issues.append(Issue(entry.path, "unexpected_entry",
+                                     "files at the root are not part of the forest", WARNING))
     snap.unread = {issue.path for issue in listing.issues
                    if issue.code in ("symlink", "special_file") and _routable(issue.path)}
-    for entry in listing.files:
-        known = reuse(entry) if reuse else None
-        if known is not None:
-            facts, route = known
-            snap.routes[entry.path] = route
-        else:
-            route = _route_or_issue(entry.path, snap.issues)
-            if route is None:
-                continue
-            snap.routes[entry.path] = route
-            facts = _read(root, route, entry, config, snap)
-            if facts is None:
-                continue
-            text = snap.texts.pop(entry.path, "")
-            if keep_text:
-                snap.texts[entry.path] = text
-        snap.facts[entry.path] = facts
     return snap
+
+
+def documents(snap: Snapshot) -> list[Entry]:
+    """The listed files that may be documents: everything but root files and derived state."""
+    state = STATE_DIR + "/"
+    return [entry for entry in snap.entries.values()
+            if "/" in entry.path and not entry.path.startswith(state)]
+
+
+def scan(forest: Opened | str | Path) -> Snapshot:
+    """``survey``, then read and parse every document (route and read problems join
+    ``issues``)."""
+    snap = survey(forest)
+    root, config = snap.root, snap.config
+    for entry in documents(snap):
+        route = _route_or_issue(entry.path, snap.issues)
+        if route is None:
+            continue
+        snap.routes[entry.path] = route
+        facts = _read(root, route, entry, config, snap)
+        if facts is not None:
+            snap.facts[entry.path] = facts
+    return snap
+
+
+class Presence:
+    """Which canonical paths exist, for the rules that look past one file: parents, links.
+
+    A full check knows every route; an incremental build asks its own
+    ``contains`` (the index's knowledge corrected by what changed), so the
+    rules read the same either way.
+    """
+
+    def __init__(self, contains: Callable[[str], bool]) -> None:
+        self.contains = contains
+
+    @classmethod
+    def of(cls, snap: Snapshot) -> Presence:
+        routes, unread = snap.routes, snap.unread
+        return cls(lambda path: path in routes or path in unread)
+
+    def has_target(self, target: str) -> bool:
+        """Whether a link target (a path without ``.md``) names an existing file."""
+        return self.contains(target + ".md") or (not target.endswith(".md")
+                                                and self.contains(target))
 
 
 def _read(root: Path, route: Route, entry: Entry, config: Config, snap: Snapshot) -> Facts | None:
@@ -85,19 +118,10 @@ def _read(root: Path, route: Route, entry: Entry, config: Config, snap: Snapshot
     except ForestError as exc:
         snap.issues.append(Issue(entry.path, exc.code, exc.message))
         return None
-    facts, text = read_facts(route, raw, entry.mtime_ns, config.limits["max_links_per_document"])
-    snap.texts[entry.path] = text
-    return facts
+    return read_facts(route, raw, entry.mtime_ns, config.limits["max_links_per_document"])[0]
 
 
 def _route_or_issue(path: str, issues: list[Issue]) -> Route | None:
-    first = path.split("/", 1)[0]
-    if first == STATE_DIR:
-        return None  # derived state: modes were checked by the walk, content is not canonical
-    if "/" not in path:
-        issues.append(Issue(path, "unexpected_entry",
-                            "files at the root are not part of the forest", WARNING))
-        return None
     try:
         return parse_route(path)
     except ForestError as exc:
