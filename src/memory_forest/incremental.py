@@ -27,17 +27,20 @@ from __future__ import annotations
 import bisect
 import sqlite3
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import store
 from .index import (
+    RACY_WINDOW_NS,
     READER_VERSION,
     Refreshed,
-    file_problems,
-    forest_problems,
+    _listed,
     forget_file,
+    judge,
     scoped,
     stat_differs,
+    surveyed,
     write_file,
 )
 from .routes import children_prefix, link_target, parent_of
@@ -51,27 +54,20 @@ if TYPE_CHECKING:
     from .safety import Entry
     from .snapshot import Snapshot
 
-# A file modified within this window of the last build may have changed without its
-# mtime moving (coarse timestamps); such files are read again.
-RACY_WINDOW_NS = 2_000_000_000
-
-
-def update(snap: Snapshot, progress: Progress | None = None,
+def update(root: Path, progress: Progress | None = None,
            recorder: Recorder | None = None) -> Refreshed:
-    """Bring an existing index of this schema and reader up to date with ``snap``'s listing."""
+    """Bring an existing index of this schema and reader up to date with the disk."""
     from .checks import timed
     from .issues import Issue
     from .quarantine import triage
     from .snapshot import Presence, documents
 
-    root, limits = snap.root, snap.config.limits
+    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), _listed)
+    limits = snap.config.limits
     con = sqlite3.connect(index_path(root))
     try:
         known = store.known_files(con)
         on_disk = {entry.path: entry for entry in documents(snap)}
-        changed = _changed(con, known, on_disk)
-        deleted = {path for path in known if path not in on_disk}
-        parsed = _parse(root, [on_disk[path] for path in changed], limits)
 
         def routed(path: str) -> bool:
             if path in parsed:
@@ -79,30 +75,38 @@ def update(snap: Snapshot, progress: Progress | None = None,
             found = known.get(path)
             return found is not None and found.routed and path in on_disk
 
-        present = Presence(lambda path: routed(path) or path in snap.unread)
-        appeared = {path for path in changed if path not in known} | deleted \
-            | (snap.unread ^ store.unread(con)) | (store.pending(con) & on_disk.keys())
-        affected = _affected(con, snap, parsed, deleted, appeared, routed)
-        parsed.update(_parse(root, [on_disk[path] for path in sorted(affected - parsed.keys())
-                                    if path in on_disk], limits))
-        judged = {path: parsed[path] for path in affected if path in parsed}
-        routes = {path: p.route for path, p in judged.items() if p.route is not None}
-        facts = {path: p.facts for path, p in judged.items() if p.facts is not None}
-        read_issues = [issue for p in judged.values() for issue in p.issues]
+        def read() -> set[str]:
+            changed = _changed(con, known, on_disk)
+            deleted = {path for path in known if path not in on_disk}
+            parsed.update(_parse(root, [on_disk[path] for path in sorted(changed)], limits))
+            appeared = {path for path in changed if path not in known} | deleted \
+                | (snap.unread ^ store.unread(con)) | (store.pending(con) & on_disk.keys())
+            affected = _affected(con, snap, parsed, deleted, appeared, routed)
+            parsed.update(_parse(root, [on_disk[path] for path in sorted(affected)
+                                        if path in on_disk and path not in parsed], limits))
+            return affected
 
-        routed_paths = [path for path in on_disk if routed(path)]
-        forest_issues = forest_problems(snap, routed_paths)
-        file_issues = file_problems(routes, facts, present, read_issues, recorder)
+        parsed: dict[str, Parsed] = {}
+        affected = timed(recorder, "read", read, lambda found: {"read": len(parsed)})
+        deleted = {path for path in known if path not in on_disk}
+        judged = [parsed[path] for path in sorted(affected) if path in parsed]
+        routes = {p.path: p.route for p in judged if p.route is not None}
+        facts = {p.path: p.facts for p in judged if p.facts is not None}
+        present = Presence(lambda path: routed(path) or path in snap.unread)
+        forest_issues, file_issues = judge(snap, [path for path in on_disk if routed(path)],
+                                           routes, facts, present,
+                                           [issue for p in judged for issue in p.issues],
+                                           recorder)
         kept = [Issue(*row) for row in store.problems(con, "file") if row[0] not in affected]
         found = triage(forest_issues + kept + file_issues, snap.dirs)  # raises on a fault
         held = found.quarantined & on_disk.keys()
-        was_held = {path for path, k in known.items() if k.held and path in on_disk}
-        # A file can enter or leave quarantine without changing (a name that now collides
-        # by case); it is read again so that its rows can be moved.
-        flipped = (held ^ was_held) - parsed.keys()
-        parsed.update(_parse(root, [on_disk[path] for path in sorted(flipped)], limits))
 
         def write() -> dict[str, int]:
+            # A file can enter or leave quarantine without changing (a name that now collides
+            # by case); it is read again so that its rows can move.
+            was_held = {path for path, k in known.items() if k.held and path in on_disk}
+            flipped = (held ^ was_held) - parsed.keys()
+            parsed.update(_parse(root, [on_disk[path] for path in sorted(flipped)], limits))
             counts = {"added": 0, "changed": 0, "deleted": 0, "unchanged": 0}
             with con:
                 for path in sorted(deleted):

@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 # the old rules accepted may be refused now) is rebuilt in full by the next build. Bump it
 # when documents.py reads a file differently.
 READER_VERSION = "3"
+# A file modified within this window of the last build may have changed without its
+# mtime moving (coarse timestamps); builds and writers read such files again.
+RACY_WINDOW_NS = 2_000_000_000
 
 Progress = Callable[[int, int], None]
 
@@ -156,31 +159,35 @@ _REBUILDABLE = {"index_schema_mismatch": "schema_mismatch", "index_corrupt": "in
 
 def refresh(root: Path, full: bool = False, progress: Progress | None = None,
             recorder: Recorder | None = None) -> Refreshed:
-    """Survey the forest, then build incrementally when the index allows it, else in full.
+    """Build incrementally when the index allows it, else in full.
 
-    ``maintain`` hands in a ``recorder`` to time the steps (``scan``,
-    ``validate``, ``audit``, ``index``). An incremental build that had to
-    start over says why in ``rebuilt``.
+    ``maintain`` hands in a ``recorder`` to time the steps (``scan``: the
+    walk and the reads; ``validate``; ``audit``; ``index``: the write). An
+    incremental build that had to start over says why in ``rebuilt``.
     """
-    from .checks import timed
-    from .snapshot import survey
-
-    snap = timed(recorder, "scan", lambda: survey(root), _surveyed)
-    if recorder is not None:
-        recorder.counts = snap.layer_counts()
     reason = None if full else _why_not_incremental(root)
     if not full and reason is None:
         from .incremental import update
 
-        return update(snap, progress, recorder)
-    done = rebuild(snap, progress, recorder)
+        done = update(root, progress, recorder)
+    else:
+        done = rebuild(root, progress, recorder)
     if reason and reason != "absent":
         done.written["rebuilt"] = reason
+    if recorder is not None:
+        recorder.steps["index"].update(done.written)  # the write step says what it wrote
     return done
 
 
-def _surveyed(snap: Snapshot) -> dict[str, int]:
-    return {"files": len(snap.entries)}
+def surveyed(root: Path, recorder: Recorder | None) -> Snapshot:
+    """The walk, with the documents per layer it found counted at once, so a run that stops
+    at a later step still reports them."""
+    from .snapshot import survey
+
+    snap = survey(root)
+    if recorder is not None:
+        recorder.counts = snap.layer_counts()
+    return snap
 
 
 def _why_not_incremental(root: Path) -> str | None:
@@ -200,7 +207,7 @@ def _why_not_incremental(root: Path) -> str | None:
         con.close()
 
 
-def rebuild(snap: Snapshot, progress: Progress | None = None,
+def rebuild(root: Path, progress: Progress | None = None,
             recorder: Recorder | None = None) -> Refreshed:
     """Read every document into a new index file, judge the forest, publish the file.
 
@@ -209,10 +216,9 @@ def rebuild(snap: Snapshot, progress: Progress | None = None,
     a judgement quarantines are taken out again before the file is published.
     """
     from .checks import timed
-    from .parsing import parse
-    from .snapshot import Presence, documents
+    from .snapshot import Presence
 
-    root, config = snap.root, snap.config
+    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), _listed)
     _refuse_forest_faults(snap)  # a missing layer is known before anything is read
     if not state_dir(root).exists():
         mkdir_private(state_dir(root))
@@ -223,43 +229,14 @@ def rebuild(snap: Snapshot, progress: Progress | None = None,
         con = sqlite3.connect(tmp)
         try:
             store.create(con)
-            entries = documents(snap)
-            facts: dict[str, Facts] = {}
-            routes: dict[str, Route] = {}
-            rowids: dict[str, int] = {}
-            read_issues: list[Issue] = []
-
-            def load() -> None:
-                for number, parsed in enumerate(parse(root, entries, config.limits), start=1):
-                    read_issues.extend(parsed.issues)
-                    if parsed.route is not None:
-                        routes[parsed.path] = parsed.route
-                    if parsed.facts is not None:
-                        facts[parsed.path] = parsed.facts
-                        rowids[parsed.path] = insert(con, parsed, snap.entries[parsed.path])
-                    if progress and number % 500 == 0:
-                        progress(number, len(entries))
-
             with con:
-                timed(recorder, "read", load)
-                present = Presence(lambda path: path in routes or path in snap.unread)
-                forest_issues = forest_problems(snap, list(routes))
-                file_issues = file_problems(routes, facts, present, read_issues, recorder)
+                read = timed(recorder, "read", lambda: _read_all(con, snap, progress), _counted)
+                present = Presence(lambda path: path in read.routes or path in snap.unread)
+                forest_issues, file_issues = judge(snap, list(read.routes), read.routes,
+                                                   read.facts, present, read.issues, recorder)
                 triage = _triage(forest_issues, file_issues, snap.dirs)
-                held = triage.quarantined & {entry.path for entry in entries}
-                for path in sorted(held):
-                    if path in rowids:
-                        store.delete(con, rowids[path])
-                    entry = snap.entries[path]
-                    store.hold(con, path, entry.size, entry.mtime_ns, entry.ino,
-                               path in routes, facts.get(path))
-                for path, parsed_facts in facts.items():
-                    targets, event_ids = references(routes[path], parsed_facts)
-                    if targets or event_ids:
-                        store.set_references(con, path, targets, event_ids)
-                store.replace_problems(con, set(), scoped(forest_issues, file_issues))
-                store.set_built(con, time.time_ns(), READER_VERSION, snap.unread)
-                crash_point("indexing")
+                held = timed(recorder, "index", lambda: _finish(
+                    con, snap, read, triage, scoped(forest_issues, file_issues)), _held)
             store.end_bulk_load(con)
         finally:
             con.close()
@@ -269,35 +246,96 @@ def rebuild(snap: Snapshot, progress: Progress | None = None,
         if tmp.exists():
             tmp.unlink()
         raise
-    expected = set(facts) - held
+    expected = set(read.facts) - held
     written = {"mode": "full", "added": len(expected), "changed": 0, "deleted": 0,
                "unchanged": 0, "documents": len(expected)}
-    return Refreshed(triage, written, expected, config)
+    return Refreshed(triage, written, expected, snap.config)
 
 
-def forest_problems(snap: Snapshot, routed: list[str]) -> list[Issue]:
-    """The problems the listing shows: the walk's, and layers and names (``routed`` are
-    every path that is a route). They need no read, so every build judges them whole."""
-    from .validate import layout_issues
+class _Read:
+    """What a full build's read found: routes, facts, read problems and document rows."""
 
-    return sorted(set(snap.issues + layout_issues(snap.dirs, routed)))
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.routes: dict[str, Route] = {}
+        self.facts: dict[str, Facts] = {}
+        self.rowids: dict[str, int] = {}
+        self.issues: list[Issue] = []
 
 
-def file_problems(routes: dict[str, Route], facts: dict[str, Facts], present: Presence,
-                  read_issues: list[Issue], recorder: Recorder | None = None) -> list[Issue]:
-    """The problems of these files: their route or read, their parse, parent, duplicates, links.
+def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None) -> _Read:
+    from .parsing import parse
+    from .snapshot import documents
 
-    ``routes`` and ``facts`` are the files being judged; ``present`` says
-    which files exist beyond them.
+    entries = documents(snap)
+    read = _Read(len(entries))
+    for number, parsed in enumerate(parse(snap.root, entries, snap.config.limits), start=1):
+        read.issues.extend(parsed.issues)
+        if parsed.route is not None:
+            read.routes[parsed.path] = parsed.route
+        if parsed.facts is not None:
+            read.facts[parsed.path] = parsed.facts
+            read.rowids[parsed.path] = insert(con, parsed, snap.entries[parsed.path])
+        if progress and number % 500 == 0:
+            progress(number, len(entries))
+    return read
+
+
+def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage,
+            problems: list[tuple[str, Issue]]) -> set[str]:
+    """Take the quarantined documents out, record references, problems and the build."""
+    held = {path for path in triage.quarantined if path in snap.entries and "/" in path}
+    for path in sorted(held):
+        if path in read.rowids:
+            store.delete(con, read.rowids[path])
+        entry = snap.entries[path]
+        store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, path in read.routes,
+                   read.facts.get(path))
+    for path, facts in read.facts.items():
+        targets, event_ids = references(read.routes[path], facts)
+        if targets or event_ids:
+            store.set_references(con, path, targets, event_ids)
+    store.replace_problems(con, set(), problems)
+    store.set_built(con, time.time_ns(), READER_VERSION, snap.unread)
+    crash_point("indexing")
+    return held
+
+
+def _listed(snap: Snapshot) -> dict[str, int]:
+    return {"files": len(snap.entries)}
+
+
+def _counted(read: _Read) -> dict[str, int]:
+    return {"files": read.count, "read": read.count}
+
+
+def _held(held: set[str]) -> dict[str, int]:
+    return {"quarantined": len(held)}
+
+
+def judge(snap: Snapshot, routed: list[str], routes: dict[str, Route],
+          facts: dict[str, Facts], present: Presence, read_issues: list[Issue],
+          recorder: Recorder | None = None) -> tuple[list[Issue], list[Issue]]:
+    """The forest's problems and those of the files being judged, as two sorted lists.
+
+    The forest's come from the listing (the walk's, missing layers, names
+    that differ only by case among ``routed``, every path that is a route):
+    they need no read, so every build judges them whole. A file's come from
+    its route or read, its parse, its parent, its duplicates and its links;
+    ``routes`` and ``facts`` are the files judged, ``present`` says which
+    files exist beyond them.
     """
     from .audit import link_issues
     from .checks import timed
-    from .validate import document_issues
+    from .validate import document_issues, layout_issues
 
-    found = timed(recorder, "validate",
-                  lambda: read_issues + document_issues(facts, routes, present), _graded)
-    found += timed(recorder, "audit", lambda: link_issues(facts, routes, present), _graded)
-    return sorted(set(found))
+    def validate() -> tuple[list[Issue], list[Issue]]:
+        forest = sorted(set(snap.issues + layout_issues(snap.dirs, routed)))
+        return forest, read_issues + document_issues(facts, routes, present)
+
+    forest, files = timed(recorder, "validate", validate, lambda found: _graded(sum(found, [])))
+    files += timed(recorder, "audit", lambda: link_issues(facts, routes, present), _graded)
+    return forest, sorted(set(files))
 
 
 def _graded(found: list[Issue]) -> dict[str, int]:

@@ -35,9 +35,12 @@ class Snapshot:
     total_bytes: int = 0
 
     def layer_counts(self) -> dict[str, int]:
+        """Files per layer directory, from the listing alone (a build counts before it reads)."""
         counts = {layer.dirname: 0 for layer in LAYERS}
-        for route in self.routes.values():
-            counts[route.layer.dirname] += 1
+        for path in self.entries:
+            layer = path.split("/", 1)[0]
+            if layer in counts and "/" in path:
+                counts[layer] += 1
         return counts
 
 

@@ -219,7 +219,7 @@ class StoredFile(NamedTuple):
 
 def file_row(con: sqlite3.Connection, path: str) -> StoredFile | None:
     row = con.execute("SELECT rowid, sha256, size, mtime_ns FROM docs WHERE path = ?",
-                      (path,)).fetchone()
+                      (_key(path),)).fetchone()
     return None if row is None else StoredFile._make(row)
 
 
@@ -363,19 +363,18 @@ def ids_of(con: sqlite3.Connection, paths: set[str]) -> set[str]:
     """The frontmatter ids these files held at the last build."""
     return _lookup(con, "SELECT doc_id FROM docs WHERE path IN ({0}) AND doc_id IS NOT NULL "
                    "UNION ALL SELECT doc_id FROM quarantine WHERE path IN ({0}) "
-                   "AND doc_id IS NOT NULL", paths, repeat=2, keyed=True)
+                   "AND doc_id IS NOT NULL", paths, repeat=2)
 
 
 def events_of(con: sqlite3.Connection, paths: set[str]) -> set[str]:
-    return _lookup(con, "SELECT event_id FROM events WHERE path IN ({0})", paths, keyed=True)
+    return _lookup(con, "SELECT event_id FROM events WHERE path IN ({0})", paths)
 
 
-def _lookup(con: sqlite3.Connection, sql: str, values: set[str], repeat: int = 1,
-            keyed: bool = False) -> set[str]:
+def _lookup(con: sqlite3.Connection, sql: str, values: set[str], repeat: int = 1) -> set[str]:
     found: set[str] = set()
     for chunk in _chunks(sorted(values)):
         marks = ",".join("?" * len(chunk))
-        args = [_key(v) for v in chunk] if keyed else chunk
+        args = [_key(v) for v in chunk]
         found.update(_text(value) for (value,) in con.execute(sql.format(marks),
                                                                args * repeat))
     return found
