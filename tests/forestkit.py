@@ -359,11 +359,11 @@ def index_rows(root: Path) -> tuple[list[tuple], list[tuple]]:
 
 
 def quarantine_rows(root: Path) -> list[tuple]:
-    """The index's quarantined files: path, size, mtime, route-ness and facts, with their
+    """The index's quarantined files: path, size, mtime, route-ness and id, with their
     problems (as stored, sorted)."""
     con = sqlite3.connect(f"{(root / INDEX).as_uri()}?mode=ro", uri=True)
     try:
-        held = con.execute("SELECT path, size, mtime_ns, routed, doc_id, facts FROM quarantine"
+        held = con.execute("SELECT path, size, mtime_ns, routed, doc_id FROM quarantine"
                            " ORDER BY path").fetchall()
         problems = con.execute("SELECT path, issue FROM problems ORDER BY path, issue").fetchall()
     finally:

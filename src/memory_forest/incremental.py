@@ -36,10 +36,10 @@ from .index import (
     READER_VERSION,
     Refreshed,
     _listed,
+    compare,
     forget_file,
     judge,
-    scoped,
-    stat_differs,
+    names_digest,
     surveyed,
     write_file,
 )
@@ -61,82 +61,81 @@ def update(root: Path, progress: Progress | None = None,
     from .issues import Issue
     from .quarantine import triage
     from .snapshot import Presence, documents
+    from .validate import casefold_collisions
 
     snap = timed(recorder, "scan", lambda: surveyed(root, recorder), _listed)
-    limits = snap.config.limits
+    limits, entries = snap.config.limits, snap.entries
+    docs = documents(snap)
     con = sqlite3.connect(index_path(root))
     try:
-        known = store.known_files(con)
-        on_disk = {entry.path: entry for entry in documents(snap)}
+        stats, was_held = store.known_files(con)
+        diff = compare(stats, docs, entries)
+        parsed: dict[str, Parsed] = {}
+        unrouted = {path for path, routed in was_held.items() if not routed}
 
         def routed(path: str) -> bool:
             if path in parsed:
                 return parsed[path].route is not None
-            found = known.get(path)
-            return found is not None and found.routed and path in on_disk
+            return path in entries and path not in unrouted and path not in diff.deleted
 
         def read() -> set[str]:
-            changed = _changed(con, known, on_disk)
-            deleted = {path for path in known if path not in on_disk}
-            parsed.update(_parse(root, [on_disk[path] for path in sorted(changed)], limits))
-            appeared = {path for path in changed if path not in known} | deleted \
-                | (snap.unread ^ store.unread(con)) | (store.pending(con) & on_disk.keys())
-            affected = _affected(con, snap, parsed, deleted, appeared, routed)
-            parsed.update(_parse(root, [on_disk[path] for path in sorted(affected)
-                                        if path in on_disk and path not in parsed], limits))
+            pending = store.pending(con) & entries.keys()
+            racy = store.built_at_ns(con) - RACY_WINDOW_NS
+            changed = diff.new | diff.changed | pending | {
+                entry.path for entry in docs if entry.mtime_ns >= racy}
+            parsed.update(_parse(root, [entries[path] for path in sorted(changed)], limits))
+            appeared = diff.new | diff.deleted | pending | (snap.unread ^ store.unread(con))
+            affected = _affected(con, snap, parsed, diff.deleted, appeared, routed)
+            parsed.update(_parse(root, [entries[path] for path in sorted(affected)
+                                        if path in entries and path not in parsed], limits))
             return affected
 
-        parsed: dict[str, Parsed] = {}
         affected = timed(recorder, "read", read, lambda found: {"read": len(parsed)})
-        deleted = {path for path in known if path not in on_disk}
-        judged = [parsed[path] for path in sorted(affected) if path in parsed]
-        routes = {p.path: p.route for p in judged if p.route is not None}
-        facts = {p.path: p.facts for p in judged if p.facts is not None}
+        judged_files = [parsed[path] for path in sorted(affected) if path in parsed]
+        routes = {p.path: p.route for p in judged_files if p.route is not None}
+        facts = {p.path: p.facts for p in judged_files if p.facts is not None}
+        unrouted |= {p.path for p in parsed.values() if p.route is None}
+        renamed = bool(diff.new or diff.deleted) or store.names_digest(con) != names_digest(snap)
+
+        def names() -> list[Issue]:
+            if not renamed:
+                return [Issue(*row) for row in store.problems(con, "names")]
+            return casefold_collisions([*snap.dirs, *(entry.path for entry in docs
+                                                      if entry.path not in unrouted)])
+
         present = Presence(lambda path: routed(path) or path in snap.unread)
-        forest_issues, file_issues = judge(snap, [path for path in on_disk if routed(path)],
-                                           routes, facts, present,
-                                           [issue for p in judged for issue in p.issues],
-                                           recorder)
+        judged = judge(snap, names, routes, facts, present,
+                       [issue for p in judged_files for issue in p.issues], recorder)
         kept = [Issue(*row) for row in store.problems(con, "file") if row[0] not in affected]
-        found = triage(forest_issues + kept + file_issues, snap.dirs)  # raises on a fault
-        held = found.quarantined & on_disk.keys()
+        found = triage(judged.every() + kept, snap.dirs)  # raises on a forest-level fault
+        held = {path for path in found.quarantined if path in entries and "/" in path}
 
         def write() -> dict[str, int]:
             # A file can enter or leave quarantine without changing (a name that now collides
             # by case); it is read again so that its rows can move.
-            was_held = {path for path, k in known.items() if k.held and path in on_disk}
-            flipped = (held ^ was_held) - parsed.keys()
-            parsed.update(_parse(root, [on_disk[path] for path in sorted(flipped)], limits))
+            flipped = (held ^ (was_held.keys() & entries.keys())) - parsed.keys()
+            parsed.update(_parse(root, [entries[path] for path in sorted(flipped)], limits))
             counts = {"added": 0, "changed": 0, "deleted": 0, "unchanged": 0}
             with con:
-                for path in sorted(deleted):
+                for path in sorted(diff.deleted):
                     counts["deleted"] += forget_file(con, path)
                 for path in sorted(parsed):
-                    outcome = write_file(con, parsed[path], on_disk[path], path in held)
+                    outcome = write_file(con, parsed[path], entries[path], path in held)
                     if outcome != "held":
                         counts[outcome] += 1
-                store.replace_problems(con, affected, scoped(forest_issues, file_issues))
-                store.set_built(con, time.time_ns(), READER_VERSION, snap.unread)
+                store.replace_problems(con, affected, judged.scoped(), names=renamed)
+                store.set_built(con, time.time_ns(), READER_VERSION, snap.unread,
+                                names_digest(snap))
                 crash_point("indexing")  # a signal here rolls the whole update back
             return counts
 
         counts = timed(recorder, "index", write, dict)
     finally:
         con.close()
-    expected = on_disk.keys() - held
-    counts["unchanged"] = len(expected) - counts["added"] - counts["changed"]
-    written = {"mode": "incremental", **counts, "documents": len(expected)}
-    return Refreshed(found, written, set(expected), snap.config)
-
-
-def _changed(con: sqlite3.Connection, known: dict[str, store.Known],
-             on_disk: dict[str, Entry]) -> set[str]:
-    """Files new, different by stat, too recent to trust, or re-described by a writer."""
-    racy = store.built_at_ns(con) - RACY_WINDOW_NS
-    changed = {path for path, entry in on_disk.items()
-               if (k := known.get(path)) is None or stat_differs(k, entry)
-               or entry.mtime_ns >= racy}
-    return changed | (store.pending(con) & on_disk.keys())
+    documents_now = len(docs) - len(held)
+    counts["unchanged"] = documents_now - counts["added"] - counts["changed"]
+    written = {"mode": "incremental", **counts, "documents": documents_now}
+    return Refreshed(found, written, lambda: {entry.path for entry in docs} - held, snap.config)
 
 
 def _parse(root, entries: list[Entry], limits: dict[str, int]) -> dict[str, Parsed]:

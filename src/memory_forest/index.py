@@ -20,7 +20,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import store
 from .errors import ForestError
@@ -101,17 +101,14 @@ def state(forest: Opened | Path) -> dict[str, Any]:
     except ForestError as exc:
         return {"state": "invalid", "code": exc.code}
     with con:
-        known = store.known_files(con)
+        stats, held = store.known_files(con)
     con.close()
     snap = survey(forest)  # read only now: an absent index needs no config
-    on_disk = {e.path: e for e in documents(snap)}
-    changed = sum(1 for path, e in on_disk.items()
-                  if (k := known.get(path)) is None or stat_differs(k, e))
-    deleted = sum(1 for path in known if path not in on_disk)
-    held = sum(1 for k in known.values() if k.held)
-    counts = {"documents": len(known) - held, "quarantined": held}
-    if changed or deleted:
-        return {"state": "stale", "changed": changed, "deleted": deleted, **counts}
+    diff = compare(stats, documents(snap), snap.entries)
+    counts = {"documents": len(stats) - len(held), "quarantined": len(held)}
+    if diff.new or diff.changed or diff.deleted:
+        return {"state": "stale", "changed": len(diff.new) + len(diff.changed),
+                "deleted": len(diff.deleted), **counts}
     return {"state": "current", **counts}
 
 
@@ -121,8 +118,23 @@ def _root(path: Path) -> Path:
     return open_root(path)
 
 
-def stat_differs(known: store.Known, entry: Entry) -> bool:
-    return (known.size, known.mtime_ns, known.ino) != (entry.size, entry.mtime_ns, entry.ino)
+class Difference(NamedTuple):
+    """How the disk differs from what the index knows, by stat alone."""
+
+    new: set[str]  # paths the index does not know
+    changed: set[str]  # known paths whose size, mtime or inode moved
+    deleted: set[str]  # known paths gone from disk
+
+
+def compare(stats: set[tuple[str, int, int, int]], documents: list[Entry],
+            entries: dict[str, Entry]) -> Difference:
+    """Set differences of ``(path, size, mtime_ns, ino)`` tuples: C work, not a Python loop
+    per file, which is what keeps a no-change build of 100,000 files cheap."""
+    on_disk = set(documents)
+    fresh = {entry[0] for entry in on_disk - stats}
+    stale = {row[0] for row in stats - on_disk}
+    deleted = {path for path in stale if path not in entries}
+    return Difference(fresh - stale, fresh & stale, deleted)
 
 
 # --- building -------------------------------------------------------------------------------
@@ -130,10 +142,10 @@ def stat_differs(known: store.Known, entry: Entry) -> bool:
 
 class Refreshed:
     """What a build did: its triage of the problems, its counts, and the paths that should
-    now have rows (what ``maintain`` verifies the index against)."""
+    now have rows (what ``maintain`` verifies the index against, worked out only then)."""
 
-    def __init__(self, triage: Triage, written: dict[str, Any], expected: set[str],
-                 config: Config) -> None:
+    def __init__(self, triage: Triage, written: dict[str, Any],
+                 expected: Callable[[], set[str]], config: Config) -> None:
         self.triage = triage
         self.written = written
         self.expected = expected
@@ -215,8 +227,10 @@ def rebuild(root: Path, progress: Progress | None = None,
     once, so memory holds the facts of the forest, never its text; the few
     a judgement quarantines are taken out again before the file is published.
     """
+    from . import quarantine
     from .checks import timed
     from .snapshot import Presence
+    from .validate import casefold_collisions
 
     snap = timed(recorder, "scan", lambda: surveyed(root, recorder), _listed)
     _refuse_forest_faults(snap)  # a missing layer is known before anything is read
@@ -232,11 +246,11 @@ def rebuild(root: Path, progress: Progress | None = None,
             with con:
                 read = timed(recorder, "read", lambda: _read_all(con, snap, progress), _counted)
                 present = Presence(lambda path: path in read.routes or path in snap.unread)
-                forest_issues, file_issues = judge(snap, list(read.routes), read.routes,
-                                                   read.facts, present, read.issues, recorder)
-                triage = _triage(forest_issues, file_issues, snap.dirs)
-                held = timed(recorder, "index", lambda: _finish(
-                    con, snap, read, triage, scoped(forest_issues, file_issues)), _held)
+                judged = judge(snap, lambda: casefold_collisions([*snap.dirs, *read.routes]),
+                               read.routes, read.facts, present, read.issues, recorder)
+                triage = quarantine.triage(judged.every(), snap.dirs)
+                held = timed(recorder, "index", lambda: _finish(con, snap, read, triage, judged),
+                             _held)
             store.end_bulk_load(con)
         finally:
             con.close()
@@ -249,7 +263,7 @@ def rebuild(root: Path, progress: Progress | None = None,
     expected = set(read.facts) - held
     written = {"mode": "full", "added": len(expected), "changed": 0, "deleted": 0,
                "unchanged": 0, "documents": len(expected)}
-    return Refreshed(triage, written, expected, snap.config)
+    return Refreshed(triage, written, lambda: expected, snap.config)
 
 
 class _Read:
@@ -282,21 +296,22 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
 
 
 def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage,
-            problems: list[tuple[str, Issue]]) -> set[str]:
+            judged: Judged) -> set[str]:
     """Take the quarantined documents out, record references, problems and the build."""
     held = {path for path in triage.quarantined if path in snap.entries and "/" in path}
     for path in sorted(held):
         if path in read.rowids:
             store.delete(con, read.rowids[path])
         entry = snap.entries[path]
+        facts = read.facts.get(path)
         store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, path in read.routes,
-                   read.facts.get(path))
+                   facts.id if facts else None)
     for path, facts in read.facts.items():
         targets, event_ids = references(read.routes[path], facts)
         if targets or event_ids:
             store.set_references(con, path, targets, event_ids)
-    store.replace_problems(con, set(), problems)
-    store.set_built(con, time.time_ns(), READER_VERSION, snap.unread)
+    store.replace_problems(con, set(), judged.scoped(), names=True)
+    store.set_built(con, time.time_ns(), READER_VERSION, snap.unread, names_digest(snap))
     crash_point("indexing")
     return held
 
@@ -313,29 +328,43 @@ def _held(held: set[str]) -> dict[str, int]:
     return {"quarantined": len(held)}
 
 
-def judge(snap: Snapshot, routed: list[str], routes: dict[str, Route],
-          facts: dict[str, Facts], present: Presence, read_issues: list[Issue],
-          recorder: Recorder | None = None) -> tuple[list[Issue], list[Issue]]:
-    """The forest's problems and those of the files being judged, as two sorted lists.
+class Judged(NamedTuple):
+    """A build's problems by where they come from, which is how the index keeps them."""
 
-    The forest's come from the listing (the walk's, missing layers, names
-    that differ only by case among ``routed``, every path that is a route):
-    they need no read, so every build judges them whole. A file's come from
-    its route or read, its parse, its parent, its duplicates and its links;
+    forest: list[Issue]  # the walk's, the config's, the layers': re-derived on every build
+    names: list[Issue]  # names that differ only by case: re-derived when a name changed
+    files: list[Issue]  # of the files judged: route, read, parse, parent, duplicates, links
+
+    def every(self) -> list[Issue]:
+        return self.forest + self.names + self.files
+
+    def scoped(self) -> list[tuple[str, Issue]]:
+        return [*(("forest", issue) for issue in self.forest),
+                *(("names", issue) for issue in self.names),
+                *(("file", issue) for issue in self.files)]
+
+
+def judge(snap: Snapshot, names: Callable[[], list[Issue]], routes: dict[str, Route],
+          facts: dict[str, Facts], present: Presence, read_issues: list[Issue],
+          recorder: Recorder | None = None) -> Judged:
+    """Judge the forest as its listing shows it and these files as they were read.
+
     ``routes`` and ``facts`` are the files judged, ``present`` says which
-    files exist beyond them.
+    files exist beyond them; ``names`` gives the case collisions (computed,
+    or as the index holds them when no name changed).
     """
     from .audit import link_issues
     from .checks import timed
-    from .validate import document_issues, layout_issues
+    from .validate import document_issues, missing_layers
 
-    def validate() -> tuple[list[Issue], list[Issue]]:
-        forest = sorted(set(snap.issues + layout_issues(snap.dirs, routed)))
-        return forest, read_issues + document_issues(facts, routes, present)
+    def validate() -> Judged:
+        return Judged(sorted(set(snap.issues + missing_layers(snap.dirs))), names(),
+                      read_issues + document_issues(facts, routes, present))
 
-    forest, files = timed(recorder, "validate", validate, lambda found: _graded(sum(found, [])))
-    files += timed(recorder, "audit", lambda: link_issues(facts, routes, present), _graded)
-    return forest, sorted(set(files))
+    judged = timed(recorder, "validate", validate, lambda found: _graded(found.every()))
+    files = judged.files + timed(recorder, "audit",
+                                 lambda: link_issues(facts, routes, present), _graded)
+    return judged._replace(files=sorted(set(files)))
 
 
 def _graded(found: list[Issue]) -> dict[str, int]:
@@ -344,23 +373,20 @@ def _graded(found: list[Issue]) -> dict[str, int]:
     return graded(found)
 
 
+def names_digest(snap: Snapshot) -> str:
+    """A digest of the directory names: with the files that appeared or went, what tells an
+    incremental build whether any name, and so any case collision, changed."""
+    from .digest import sha256_hex
+
+    return sha256_hex("\n".join(snap.dirs).encode("utf-8", "surrogateescape"))
+
+
 def _refuse_forest_faults(snap: Snapshot) -> None:
     """A missing layer or an unusable root stops a build before it reads a file."""
     from .quarantine import triage
-    from .validate import layout_issues
+    from .validate import missing_layers
 
-    triage(snap.issues + layout_issues(snap.dirs, []), snap.dirs)
-
-
-def _triage(forest_issues: list[Issue], file_issues: list[Issue], dirs: list[str]) -> Triage:
-    from .quarantine import triage
-
-    return triage(forest_issues + file_issues, dirs)
-
-
-def scoped(forest_issues: list[Issue], file_issues: list[Issue]) -> list[tuple[str, Issue]]:
-    return [*(("forest", issue) for issue in forest_issues),
-            *(("file", issue) for issue in file_issues)]
+    triage(snap.issues + missing_layers(snap.dirs), snap.dirs)
 
 
 def references(route: Route, facts: Facts) -> tuple[list[str], list[str]]:
@@ -412,7 +438,7 @@ def write_file(con: sqlite3.Connection, parsed: Parsed, entry: Entry, held: bool
         if row is not None:
             store.delete(con, row.rowid)
         store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, parsed.route is not None,
-                   facts)
+                   facts.id if facts else None)
         return "deleted" if row is not None else "held"
     store.release(con, path)
     if row is not None and row.sha256 == facts.sha256:

@@ -80,7 +80,7 @@ def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
     triage = done.triage
     run.problems = [issue.to_dict() for issue in triage.problems]
     run.quarantined = len(triage.quarantined)
-    verified = run.step("verify", lambda: _verify(root, done.config, done.expected, verify_all),
+    verified = run.step("verify", lambda: _verify(root, done.config, done.expected(), verify_all),
                         dict)
     if verified["mismatched"]:
         run.steps["verify"]["ok"] = False

@@ -79,6 +79,7 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
     """
     result = Walk()
     files, dirs, issues = result.files, result.dirs, result.issues
+    make = tuple.__new__  # an Entry without NamedTuple's Python-level constructor
     max_files, max_dirs, max_depth = limits["max_files"], limits["max_dirs"], limits["max_depth"]
     max_bytes = limits["max_total_bytes"]
     total = 0
@@ -108,7 +109,7 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
             if S_ISREG(mode):
                 if mode & 0o7777 != FILE_MODE:
                     _check_mode(st, rel, issues)
-                files.append(Entry(rel, st.st_size, st.st_mtime_ns, st.st_ino))
+                files.append(make(Entry, (rel, st.st_size, st.st_mtime_ns, st.st_ino)))
                 total += st.st_size
                 if len(files) > max_files or total > max_bytes:
                     result.total_bytes = total

@@ -42,9 +42,11 @@ CREATE TABLE docs (
     facts TEXT NOT NULL
 );
 CREATE INDEX docs_layer ON docs(layer_number);
+-- What every build compares with the walk, read without touching the wide rows.
+CREATE INDEX docs_stat ON docs(path, size, mtime_ns, ino);
 CREATE INDEX docs_id ON docs(doc_id) WHERE doc_id IS NOT NULL;
 CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{tokenizer}");
--- Files the last build left out: their stat, whether their path is a route, their facts
+-- Files the last build left out: their stat, whether their path is a route, and their id
 -- when they could be read (a path that is not UTF-8 is kept as its bytes).
 CREATE TABLE quarantine (
     path PRIMARY KEY,
@@ -52,11 +54,11 @@ CREATE TABLE quarantine (
     mtime_ns INTEGER NOT NULL,
     ino INTEGER NOT NULL,
     routed INTEGER NOT NULL,
-    doc_id TEXT,
-    facts TEXT
+    doc_id TEXT
 ) WITHOUT ROWID;
--- Every standing problem, as [path, code, message, level] JSON; 'forest' problems come from
--- the walk and are recomputed on every build, 'file' problems are replaced file by file.
+-- Every standing problem, as [path, code, message, level] JSON: 'forest' problems come from
+-- the walk and are re-derived on every build, 'names' (case collisions) when a name changed,
+-- 'file' problems file by file.
 CREATE TABLE problems (path NOT NULL, scope TEXT NOT NULL, issue TEXT NOT NULL);
 CREATE INDEX problems_path ON problems(path);
 -- Links other than the one to the parent (children are found by path), so that a file
@@ -295,52 +297,34 @@ def unread(con: sqlite3.Connection) -> set[str]:
     return set(json.loads(_meta(con, "unread") or "[]"))
 
 
+def names_digest(con: sqlite3.Connection) -> str | None:
+    return _meta(con, "names_digest")
+
+
 def _meta(con: sqlite3.Connection, key: str) -> str | None:
     row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return row[0] if row else None
 
 
-class Known(NamedTuple):
-    """What the index knows of a file on disk without reading it."""
+def known_files(con: sqlite3.Connection) -> tuple[set[tuple[str, int, int, int]],
+                                                  dict[str, bool]]:
+    """What the last build accounted for, without a parse: ``(path, size, mtime_ns, ino)`` of
+    every indexed and quarantined file, and whether each quarantined path is a route.
 
-    size: int
-    mtime_ns: int
-    ino: int
-    routed: bool  # its path is a route (every indexed document's is)
-    held: bool  # quarantined: no row in ``docs``
-
-
-def known_files(con: sqlite3.Connection) -> dict[str, Known]:
-    """Every file the last build accounted for: indexed documents and quarantined files.
-
-    Read on every ``index``: four columns and no parse, so a build with
-    nothing changed costs one pass over the rows.
+    Read on every ``index`` and compared with the walk as sets of tuples, so a
+    build with nothing changed costs no Python work per file here.
     """
-    known = {path: Known(size, mtime, ino, True, False) for path, size, mtime, ino in
-             con.execute("SELECT path, size, mtime_ns, ino FROM docs")}
+    stats = set(con.execute("SELECT path, size, mtime_ns, ino FROM docs INDEXED BY docs_stat"))
+    held: dict[str, bool] = {}
     for path, size, mtime, ino, routed in con.execute(
             "SELECT path, size, mtime_ns, ino, routed FROM quarantine"):
-        known[_text(path)] = Known(size, mtime, ino, bool(routed), True)
-    return known
+        stats.add((_text(path), size, mtime, ino))
+        held[_text(path)] = bool(routed)
+    return stats, held
 
 
 def pending(con: sqlite3.Connection) -> set[str]:
     return {path for (path,) in con.execute("SELECT path FROM pending")}
-
-
-def stored_facts(con: sqlite3.Connection, paths: set[str]) -> dict[str, Facts]:
-    """The parse results the index holds for these paths (indexed or quarantined)."""
-    from .documents import Facts
-
-    found: dict[str, Facts] = {}
-    for chunk in _chunks(sorted(paths)):
-        marks = ",".join("?" * len(chunk))
-        for path, facts in con.execute(
-                f"SELECT path, facts FROM docs WHERE path IN ({marks}) UNION ALL "
-                f"SELECT path, facts FROM quarantine WHERE path IN ({marks}) "
-                "AND facts IS NOT NULL", [*chunk, *map(_key, chunk)]):
-            found[_text(path)] = Facts.loads(facts)
-    return found
 
 
 def linking_to(con: sqlite3.Connection, targets: set[str]) -> set[str]:
@@ -448,12 +432,10 @@ def delete(con: sqlite3.Connection, rowid: int) -> None:
 
 
 def hold(con: sqlite3.Connection, path: str, size: int, mtime_ns: int, ino: int, routed: bool,
-         facts: Facts | None) -> None:
-    """Record a quarantined file (its facts ASCII-escaped: its path may not be UTF-8)."""
-    con.execute("INSERT OR REPLACE INTO quarantine VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (_key(path), size, mtime_ns, ino, int(routed),
-                 None if facts is None else facts.id,
-                 None if facts is None else facts.dumps(ascii_only=True)))
+         doc_id: str | None) -> None:
+    """Record a quarantined file."""
+    con.execute("INSERT OR REPLACE INTO quarantine VALUES (?, ?, ?, ?, ?, ?)",
+                (_key(path), size, mtime_ns, ino, int(routed), doc_id))
 
 
 def release(con: sqlite3.Connection, path: str) -> None:
@@ -475,29 +457,29 @@ def forget_references(con: sqlite3.Connection, path: str) -> None:
     con.execute("DELETE FROM events WHERE path = ?", (_key(path),))
 
 
-def replace_problems(con: sqlite3.Connection, paths: set[str], issues: list) -> None:
-    """Drop the file problems of ``paths`` and every forest problem, then store ``issues``.
-
-    ``issues`` are ``(scope, Issue)`` pairs: the forest problems of this build
-    and the file problems of the files it re-checked.
-    """
+def replace_problems(con: sqlite3.Connection, paths: set[str], issues: list,
+                     names: bool) -> None:
+    """Drop the forest problems, the case collisions if ``names``, and the file problems of
+    ``paths``; then store ``issues``, ``(scope, Issue)`` pairs of those scopes."""
     import json
 
     con.execute("DELETE FROM problems WHERE scope = 'forest'")
+    if names:
+        con.execute("DELETE FROM problems WHERE scope = 'names'")
     for chunk in _chunks(sorted(paths)):
         con.execute(f"DELETE FROM problems WHERE scope = 'file' AND path IN "
                     f"({','.join('?' * len(chunk))})", [_key(path) for path in chunk])
     con.executemany("INSERT INTO problems VALUES (?, ?, ?)",
                     [(_key(issue.path), scope, json.dumps(list(issue)))
-                     for scope, issue in issues])
+                     for scope, issue in issues if names or scope != "names"])
 
 
 def add_pending(con: sqlite3.Connection, paths: list[str]) -> None:
     con.executemany("INSERT OR IGNORE INTO pending VALUES (?)", [(path,) for path in paths])
 
 
-def set_built(con: sqlite3.Connection, now_ns: int, reader: str, unread_paths: set[str]
-              ) -> None:
+def set_built(con: sqlite3.Connection, now_ns: int, reader: str, unread_paths: set[str],
+              names_digest: str) -> None:
     """When the index was built, under which reading rules, and which paths it could not read.
 
     The build that records this has re-checked every writer's pending path.
@@ -508,6 +490,7 @@ def set_built(con: sqlite3.Connection, now_ns: int, reader: str, unread_paths: s
     con.execute("INSERT OR REPLACE INTO meta VALUES ('reader_version', ?)", (reader,))
     con.execute("INSERT OR REPLACE INTO meta VALUES ('unread', ?)",
                 (json.dumps(sorted(unread_paths)),))
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('names_digest', ?)", (names_digest,))
     con.execute("DELETE FROM pending")
 
 

@@ -30,10 +30,13 @@ def validate(snap: Snapshot) -> list[Issue]:
 
 def layout_issues(dirs: list[str], routed: Iterable[str]) -> list[Issue]:
     """Missing layer directories, and directories or routes that differ only by case."""
+    return missing_layers(dirs) + casefold_collisions([*dirs, *routed])
+
+
+def missing_layers(dirs: list[str]) -> list[Issue]:
     present = set(dirs)
-    issues = [Issue(layer.dirname, "layer_missing", "layer directory is missing")
-              for layer in LAYERS if layer.dirname not in present]
-    return issues + casefold_collisions([*dirs, *routed])
+    return [Issue(layer.dirname, "layer_missing", "layer directory is missing")
+            for layer in LAYERS if layer.dirname not in present]
 
 
 def document_issues(facts: dict[str, Facts], routes: dict[str, Route],
@@ -51,7 +54,7 @@ def document_issues(facts: dict[str, Facts], routes: dict[str, Route],
     return issues + _duplicates(facts)
 
 
-def casefold_collisions(paths: list[str]) -> list[Issue]:
+def casefold_collisions(paths: Iterable[str]) -> list[Issue]:
     """Every path but the first (in sorted order) of each group that differs only by case.
 
     Most paths are lower-case ASCII, which case folding leaves as they are,
