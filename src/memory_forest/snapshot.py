@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config, Opened, root_and_config
-from .documents import Facts, read_facts
+from .documents import Facts
 from .errors import ForestError
 from .issues import WARNING, Issue
 from .layers import BY_DIR, LAYERS
+from .parsing import parse, routable
+from .parsing import route_or_issue as _route_or_issue  # noqa: F401 - doctor's import
 from .routes import Route, parse_route
-from .safety import Entry, read_regular, walk
+from .safety import Entry, walk
 from .statefiles import CONFIG, STATE_DIR, state_rel
 
 Reuse = Callable[[Entry], tuple[Facts, Route] | None]  # cached facts and route, or None
@@ -58,59 +60,37 @@ def scan(forest: Opened | str | Path, reuse: Reuse | None = None, keep_text: boo
     for directory in listing.dirs:
         _check_directory(directory, snap.issues)
     snap.unread = {issue.path for issue in listing.issues
-                   if issue.code in ("symlink", "special_file") and _routable(issue.path)}
+                   if issue.code in ("symlink", "special_file") and routable(issue.path)}
+    known: dict[str, tuple[Facts, Route]] = {}
+    fresh: list[Entry] = []
     for entry in listing.files:
-        known = reuse(entry) if reuse else None
-        if known is not None:
-            facts, route = known
-            snap.routes[entry.path] = route
+        cached = reuse(entry) if reuse else None
+        if cached is None:
+            fresh.append(entry)
         else:
-            route = _route_or_issue(entry.path, snap.issues)
-            if route is None:
+            known[entry.path] = cached
+    # The files not reused are read now (on a pool of processes when there are many);
+    # they come back in walk order, so the snapshot's order is the walk's.
+    parsed = parse(root, fresh, config.limits, keep_text)
+    try:
+        for entry in listing.files:
+            cached = known.get(entry.path)
+            if cached is not None:
+                snap.facts[entry.path], snap.routes[entry.path] = cached
                 continue
-            snap.routes[entry.path] = route
-            facts = _read(root, route, entry, config, snap)
-            if facts is None:
+            found = next(parsed)
+            snap.issues.extend(found.issues)
+            if found.route is None:
                 continue
-            text = snap.texts.pop(entry.path, "")
+            snap.routes[entry.path] = found.route
+            if found.facts is None:
+                continue
+            snap.facts[entry.path] = found.facts
             if keep_text:
-                snap.texts[entry.path] = text
-        snap.facts[entry.path] = facts
+                snap.texts[entry.path] = found.text
+    finally:
+        parsed.close()  # the pool, if one was started, is shut down before the scan returns
     return snap
-
-
-def _read(root: Path, route: Route, entry: Entry, config: Config, snap: Snapshot) -> Facts | None:
-    try:
-        raw = read_regular(root, entry.path, config.limits["max_file_bytes"])
-    except ForestError as exc:
-        snap.issues.append(Issue(entry.path, exc.code, exc.message))
-        return None
-    facts, text = read_facts(route, raw, entry.mtime_ns, config.limits["max_links_per_document"])
-    snap.texts[entry.path] = text
-    return facts
-
-
-def _route_or_issue(path: str, issues: list[Issue]) -> Route | None:
-    first = path.split("/", 1)[0]
-    if first == STATE_DIR:
-        return None  # derived state: modes were checked by the walk, content is not canonical
-    if "/" not in path:
-        issues.append(Issue(path, "unexpected_entry",
-                            "files at the root are not part of the forest", WARNING))
-        return None
-    try:
-        return parse_route(path)
-    except ForestError as exc:
-        issues.append(Issue(path, exc.code, exc.message))
-        return None
-
-
-def _routable(path: str) -> bool:
-    try:
-        parse_route(path)
-    except ForestError:
-        return False
-    return True
 
 
 def _check_directory(directory: str, issues: list[Issue]) -> None:
