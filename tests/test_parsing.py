@@ -248,3 +248,43 @@ def test_interrupt_signals_in_workers_are_the_callers_business(tmp_path: Path) -
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert not multiprocessing.active_children()
+
+
+_KILLED = textwrap.dedent("""
+    import multiprocessing, os, sys
+    from pathlib import Path
+    from memory_forest.config import DEFAULT_LIMITS
+    from memory_forest.parsing import parse
+    from memory_forest.safety import walk
+
+    root = Path(sys.argv[1])
+    entries = walk(root, DEFAULT_LIMITS).files * 20
+    for number, _ in enumerate(parse(root, entries, DEFAULT_LIMITS, True, pool=True)):
+        if number == 50:
+            pids = " ".join(str(p.pid) for p in multiprocessing.active_children())
+            os.write(int(sys.argv[2]), pids.encode() + b"\\n")
+            os.kill(os.getpid(), 9)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+def test_workers_die_with_a_caller_killed_outright(tmp_path: Path) -> None:
+    root, _ = _hostile_forest(tmp_path)
+    read_end, write_end = os.pipe()
+    try:
+        done = subprocess.run([sys.executable, "-c", _KILLED, str(root), str(write_end)],
+                              pass_fds=(write_end,), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=120)
+        os.close(write_end)
+        write_end = -1
+        assert done.returncode == -signal.SIGKILL
+        workers = [int(pid) for pid in os.read(read_end, 4096).split()]
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+    assert workers
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in workers)

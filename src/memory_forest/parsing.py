@@ -183,7 +183,8 @@ def _pooled(root: Path, reads: list[Entry], limits: dict[str, int], keep_text: b
 
     context = multiprocessing.get_context("fork")
     executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                                   initargs=(os.fspath(root), dict(limits), keep_text))
+                                   initargs=(os.fspath(root), dict(limits), keep_text,
+                                             os.getpid()))
     try:
         chunks = (reads[start:start + CHUNK] for start in range(0, len(reads), CHUNK))
         pending: deque = deque()
@@ -204,14 +205,34 @@ def _pooled(root: Path, reads: list[Entry], limits: dict[str, int], keep_text: b
 _worker_args: tuple[Path, dict[str, int], bool] | None = None
 
 
-def _start_worker(root: str, limits: dict[str, int], keep_text: bool) -> None:
+def _start_worker(root: str, limits: dict[str, int], keep_text: bool, caller: int) -> None:
     import signal
 
     global _worker_args
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller handles Ctrl-C and stops us
     for name in ("SIGTERM", "SIGHUP"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
+    _end_with(caller)
     _worker_args = (Path(root), limits, keep_text)
+
+
+def _end_with(caller: int) -> None:
+    """Die with the caller even when it is killed outright (SIGKILL runs no cleanup).
+
+    A forked worker holds both ends of the pool's pipes, so it would never see
+    them close and would wait for work forever. Linux can send it SIGKILL when
+    its parent dies; elsewhere the pool's own shutdown is all there is.
+    """
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != caller:  # the caller died before the request was made
+        os._exit(1)
 
 
 def _read_chunk(chunk: list[Entry]) -> list[tuple]:
