@@ -238,7 +238,8 @@ def test_interrupt_signals_in_workers_are_the_callers_business(tmp_path: Path) -
 
     signal.signal(signal.SIGTERM, refuse)
     try:
-        records = _started(parse(root, entries, LIMITS, True, pool=True))
+        # Many more files than the chunks in flight: work is left when the worker ends.
+        records = _started(parse(root, entries * 20, LIMITS, True, pool=True))
         workers = multiprocessing.active_children()
         os.kill(workers[0].pid, signal.SIGTERM)  # the default action: the worker just ends
         workers[0].join(10)
