@@ -141,7 +141,7 @@ def update(root: Path, progress: Progress | None = None,
 def _parse(root, entries: list[Entry], limits: dict[str, int]) -> dict[str, Parsed]:
     from .parsing import parse
 
-    return {parsed.path: parsed for parsed in parse(root, entries, limits)}
+    return {parsed.path: parsed for parsed in parse(root, entries, limits, keep_text=True)}
 
 
 def _affected(con: sqlite3.Connection, snap: Snapshot, parsed: dict[str, Parsed],

@@ -283,15 +283,19 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
 
     entries = documents(snap)
     read = _Read(len(entries))
-    for number, parsed in enumerate(parse(snap.root, entries, snap.config.limits), start=1):
-        read.issues.extend(parsed.issues)
-        if parsed.route is not None:
-            read.routes[parsed.path] = parsed.route
-        if parsed.facts is not None:
-            read.facts[parsed.path] = parsed.facts
-            read.rowids[parsed.path] = insert(con, parsed, snap.entries[parsed.path])
-        if progress and number % 500 == 0:
-            progress(number, len(entries))
+    records = parse(snap.root, entries, snap.config.limits, keep_text=True)
+    try:
+        for number, parsed in enumerate(records, start=1):
+            read.issues.extend(parsed.issues)
+            if parsed.route is not None:
+                read.routes[parsed.path] = parsed.route
+            if parsed.facts is not None:
+                read.facts[parsed.path] = parsed.facts
+                read.rowids[parsed.path] = insert(con, parsed, snap.entries[parsed.path])
+            if progress and number % 500 == 0:
+                progress(number, len(entries))
+    finally:
+        records.close()  # a pool is shut down and joined before the build goes on
     return read
 
 
@@ -472,7 +476,7 @@ def update_paths(forest: Opened | Path, paths: list[str] | set[str]) -> dict[str
     The limits are the writer's ``Forest``'s, so one write reads its config once.
     """
     from .config import root_and_config
-    from .parsing import parse_one
+    from .parsing import parse
     from .safety import Entry
 
     started = time.perf_counter()
@@ -488,7 +492,7 @@ def update_paths(forest: Opened | Path, paths: list[str] | set[str]) -> dict[str
                     counts["deleted"] += forget_file(con, rel)
                     continue
                 entry = Entry(rel, st.st_size, st.st_mtime_ns, st.st_ino)
-                parsed = parse_one(root, entry, config.limits, keep_text=True)
+                parsed = next(parse(root, [entry], config.limits, keep_text=True))
                 if parsed.facts is None:
                     raise ForestError(parsed.issues[0].code, parsed.issues[0].message,
                                       {"path": rel})

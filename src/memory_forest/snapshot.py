@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config, Opened, root_and_config
-from .documents import Facts, read_facts
+from .documents import Facts
 from .errors import ForestError
 from .issues import WARNING, Issue
 from .layers import BY_DIR, LAYERS
+from .parsing import routable
 from .routes import Route, parse_route
-from .safety import Entry, read_regular, walk
+from .safety import Entry, walk
 from .statefiles import CONFIG, STATE_DIR, state_rel
 
 
@@ -66,7 +67,7 @@ def survey(forest: Opened | str | Path) -> Snapshot:
             snap.issues.append(Issue(entry.path, "unexpected_entry",
                                      "files at the root are not part of the forest", WARNING))
     snap.unread = {issue.path for issue in listing.issues
-                   if issue.code in ("symlink", "special_file") and _routable(issue.path)}
+                   if issue.code in ("symlink", "special_file") and routable(issue.path)}
     return snap
 
 
@@ -79,17 +80,20 @@ def documents(snap: Snapshot) -> list[Entry]:
 
 def scan(forest: Opened | str | Path) -> Snapshot:
     """``survey``, then read and parse every document (route and read problems join
-    ``issues``)."""
+    ``issues``; on a pool of processes when there are many)."""
+    from .parsing import parse
+
     snap = survey(forest)
-    root, config = snap.root, snap.config
-    for entry in documents(snap):
-        route = _route_or_issue(entry.path, snap.issues)
-        if route is None:
-            continue
-        snap.routes[entry.path] = route
-        facts = _read(root, route, entry, config, snap)
-        if facts is not None:
-            snap.facts[entry.path] = facts
+    parsed = parse(snap.root, documents(snap), snap.config.limits)
+    try:
+        for found in parsed:
+            snap.issues.extend(found.issues)
+            if found.route is not None:
+                snap.routes[found.path] = found.route
+            if found.facts is not None:
+                snap.facts[found.path] = found.facts
+    finally:
+        parsed.close()  # the pool, if one was started, is shut down before the scan returns
     return snap
 
 
@@ -113,31 +117,6 @@ class Presence:
         """Whether a link target (a path without ``.md``) names an existing file."""
         return self.contains(target + ".md") or (not target.endswith(".md")
                                                 and self.contains(target))
-
-
-def _read(root: Path, route: Route, entry: Entry, config: Config, snap: Snapshot) -> Facts | None:
-    try:
-        raw = read_regular(root, entry.path, config.limits["max_file_bytes"])
-    except ForestError as exc:
-        snap.issues.append(Issue(entry.path, exc.code, exc.message))
-        return None
-    return read_facts(route, raw, entry.mtime_ns, config.limits["max_links_per_document"])[0]
-
-
-def _route_or_issue(path: str, issues: list[Issue]) -> Route | None:
-    try:
-        return parse_route(path)
-    except ForestError as exc:
-        issues.append(Issue(path, exc.code, exc.message))
-        return None
-
-
-def _routable(path: str) -> bool:
-    try:
-        parse_route(path)
-    except ForestError:
-        return False
-    return True
 
 
 def _check_directory(directory: str, issues: list[Issue]) -> None:
