@@ -29,7 +29,7 @@ NEAR_WINDOW = 8
 MAX_PAIRS = 28  # all pairs of the first 8 terms; bounds the cost of long questions
 COMMON_SHARE = 0.02  # a term in more than this share of documents is "common" ...
 COMMON_MIN_DOCS = 500  # ... and in more than this many: small forests score every term
-CANDIDATE_POSTINGS = 5000  # the documents the candidate-finding terms may hold together
+CANDIDATE_POSTINGS = 2000  # the documents the candidate-finding terms may hold together
 
 
 # --- match expressions ---------------------------------------------------------------------
@@ -175,8 +175,8 @@ def split_common(con: sqlite3.Connection, terms: list[str], min_docs: int = COMM
 
     Ranking costs time in proportion to the documents the ranked terms hold,
     so the rarest terms find the candidates while the documents they hold
-    together stay within ``budget``; a term in more than COMMON_SHARE of the
-    documents is always common. The split depends only on the index's
+    together stay within ``budget`` (the rarest one always does); a term in
+    more than COMMON_SHARE of the documents is always common. The split depends only on the index's
     document frequencies (ties go to query order): the same question on the
     same index is split the same way, whatever its wording around the words.
     """
@@ -189,7 +189,7 @@ def split_common(con: sqlite3.Connection, terms: list[str], min_docs: int = COMM
     rare: set[str] = set()
     held = 0
     for term in _rarest_first(terms, frequency):
-        if frequency[term] > cutoff or held + frequency[term] > budget:
+        if frequency[term] > cutoff or (rare and held + frequency[term] > budget):
             break
         rare.add(term)
         held += frequency[term]
