@@ -180,7 +180,8 @@ def prepared_forest(directory: Path, docs: int) -> tuple[Path, dict]:
     if stamp_path.exists():
         stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
         if {k: stamp.get(k) for k in params} != params:
-            sys.exit(f"{directory} holds a forest generated otherwise ({stamp_path}); "
+            differs = {k: stamp.get(k) for k in params if stamp.get(k) != params[k]}
+            sys.exit(f"{directory} holds a forest generated with {differs} ({stamp_path}); "
                      "pick another --forest directory")
         progress(f"reusing {source} ({stamp['documents']} documents)")
         return source, stamp
@@ -447,6 +448,7 @@ def row(tools: list[Tool], results: dict[str, list | str], figure) -> dict:
             entry[tool.name] = figure(found)
             if figure in (wall_s, rss_mib):
                 entry[f"{tool.name}_runs"] = [figure([o]) for o in found]
+            if figure is wall_s:
                 # What the tool says it did (ours: the mode and the counts), to show that a
                 # one-file run saw one change and a no-change run saw none.
                 said = {k: found[-1].out[k] for k in REPORTED if k in found[-1].out}
