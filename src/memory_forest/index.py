@@ -49,6 +49,7 @@ READER_VERSION = "3"
 RACY_WINDOW_NS = 2_000_000_000
 
 Progress = Callable[[int, int], None]
+INSERT_BATCH = 256  # documents per executemany in a full build
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -284,6 +285,7 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
     entries = documents(snap)
     read = _Read(len(entries))
     records = parse(snap.root, entries, snap.config.limits, keep_text=True)
+    batch: list[store.Row] = []
     try:
         for number, parsed in enumerate(records, start=1):
             read.issues.extend(parsed.issues)
@@ -291,9 +293,15 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
                 read.routes[parsed.path] = parsed.route
             if parsed.facts is not None:
                 read.facts[parsed.path] = parsed.facts
-                read.rowids[parsed.path] = insert(con, parsed, snap.entries[parsed.path])
+                read.rowids[parsed.path] = rowid = len(read.rowids) + 1
+                batch.append((rowid, parsed.route, parsed.facts,
+                              snap.entries[parsed.path].ino, full_text(parsed)))
+            if len(batch) >= INSERT_BATCH:
+                store.insert_many(con, batch)
+                batch.clear()
             if progress and number % 500 == 0:
                 progress(number, len(entries))
+        store.insert_many(con, batch)
     finally:
         records.close()  # a pool is shut down and joined before the build goes on
     return read
@@ -402,11 +410,15 @@ def references(route: Route, facts: Facts) -> tuple[list[str], list[str]]:
 
 
 def insert(con: sqlite3.Connection, parsed: Parsed, entry: Entry) -> int:
+    return store.insert(con, parsed.route, parsed.facts, entry.ino, full_text(parsed))
+
+
+def full_text(parsed: Parsed) -> tuple[str, str, str]:
+    """The title, path words and body a document is searched by."""
     from .text import index_text
 
-    route, facts = parsed.route, parsed.facts
-    return store.insert(con, route, facts, entry.ino, (
-        index_text(facts.title), index_text(_path_words(route)), index_text(parsed.text)))
+    return (index_text(parsed.facts.title), index_text(_path_words(parsed.route)),
+            index_text(parsed.text))
 
 
 def _path_words(route: Route) -> str:

@@ -404,20 +404,34 @@ def end_bulk_load(con: sqlite3.Connection) -> None:
     con.execute("PRAGMA journal_mode = DELETE")
 
 
+_INSERT_DOC = ("INSERT INTO docs (rowid, path, layer, layer_number, tree, branch, leaf,"
+               " parent_path, doc_id, title, status, sha256, size, mtime_ns, ino, facts)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+_INSERT_TERMS = "INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)"
+
+# One document for ``insert_many``: its rowid, route, facts, inode and full-text columns.
+Row = tuple[int, "Route", "Facts", int, tuple[str, str, str]]
+
+
 def insert(con: sqlite3.Connection, route: Route, facts: Facts, ino: int,
            texts: tuple[str, str, str]) -> int:
     """One document's row and its full-text row; ``texts`` are title, path words and body."""
-    cursor = con.execute(
-        "INSERT INTO docs (path, layer, layer_number, tree, branch, leaf, parent_path, doc_id,"
-        " title, status, sha256, size, mtime_ns, ino, facts)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (route.path, route.layer.dirname, route.layer.number, route.tree, route.branch,
-         route.leaf, route.parent_path, facts.id, facts.title, facts.status, facts.sha256,
-         facts.size, facts.mtime_ns, ino, facts.dumps()),
-    )
-    con.execute("INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)",
-                (cursor.lastrowid, *texts))
+    cursor = con.execute(_INSERT_DOC, _doc_values(None, route, facts, ino))
+    con.execute(_INSERT_TERMS, (cursor.lastrowid, *texts))
     return cursor.lastrowid
+
+
+def insert_many(con: sqlite3.Connection, rows: list[Row]) -> None:
+    """Documents with the rowids a full build gave them, a statement per table per batch."""
+    con.executemany(_INSERT_DOC, [_doc_values(rowid, route, facts, ino)
+                                  for rowid, route, facts, ino, _ in rows])
+    con.executemany(_INSERT_TERMS, [(rowid, *texts) for rowid, _, _, _, texts in rows])
+
+
+def _doc_values(rowid: int | None, route: Route, facts: Facts, ino: int) -> tuple:
+    return (rowid, route.path, route.layer.dirname, route.layer.number, route.tree,
+            route.branch, route.leaf, route.parent_path, facts.id, facts.title, facts.status,
+            facts.sha256, facts.size, facts.mtime_ns, ino, facts.dumps())
 
 
 def refresh(con: sqlite3.Connection, rowid: int, facts: Facts, ino: int) -> None:
