@@ -127,13 +127,19 @@ class Difference(NamedTuple):
     deleted: set[str]  # known paths gone from disk
 
 
-def compare(stats: set[tuple[str, int, int, int]], documents: list[Entry],
+def compare(stats: list[tuple[str, int, int, int]], documents: list[Entry],
             entries: dict[str, Entry]) -> Difference:
-    """Set differences of ``(path, size, mtime_ns, ino)`` tuples: C work, not a Python loop
-    per file, which is what keeps a no-change build of 100,000 files cheap."""
-    on_disk = set(documents)
-    fresh = {entry[0] for entry in on_disk - stats}
-    stale = {row[0] for row in stats - on_disk}
+    """How ``documents`` (as the walk lists them, by path) differ from ``stats`` (the same
+    tuples as the index holds them, by path).
+
+    Both are sorted by path, so a forest with nothing changed is one list
+    comparison in C; otherwise set differences, still no Python loop per file.
+    """
+    if stats == documents:
+        return Difference(set(), set(), set())
+    on_disk, known = set(documents), set(stats)
+    fresh = {entry[0] for entry in on_disk - known}
+    stale = {row[0] for row in known - on_disk}
     deleted = {path for path in stale if path not in entries}
     return Difference(fresh - stale, fresh & stale, deleted)
 

@@ -59,6 +59,7 @@ class Walk:
         self.issues: list[Issue] = []
         self.total_bytes = 0
         self.ignored = 0  # editor and OS debris skipped by name
+        self.top_files: list[str] = []  # regular files directly under the walk's top
 
 
 def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
@@ -110,6 +111,8 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
                 if mode & 0o7777 != FILE_MODE:
                     _check_mode(st, rel, issues)
                 files.append(make(Entry, (rel, st.st_size, st.st_mtime_ns, st.st_ino)))
+                if not rel_dir:
+                    result.top_files.append(rel)
                 total += st.st_size
                 if len(files) > max_files or total > max_bytes:
                     result.total_bytes = total

@@ -6,6 +6,7 @@ every document as well. Modes and symlinks are checked on every walk.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ class Snapshot:
     # document's parent is still there, so its children are not failed for it.
     unread: set[str] = field(default_factory=set)
     total_bytes: int = 0
+    documents: list[Entry] = field(default_factory=list)  # listed files but root ones and state
 
     def layer_counts(self) -> dict[str, int]:
         """Files per layer directory, from the listing alone (a build counts before it reads)."""
@@ -54,18 +56,24 @@ def survey(forest: Opened | str | Path) -> Snapshot:
     """
     root, config = root_and_config(forest)
     listing = walk(root, config.limits)
+    files = listing.files
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
-                    entries={entry.path: entry for entry in listing.files},
+                    entries={entry.path: entry for entry in files},
                     total_bytes=listing.total_bytes)
     if not config.present:
         snap.issues.append(Issue(state_rel(CONFIG), "config_missing",
                                  f"no {CONFIG}; default limits apply", WARNING))
     for directory in listing.dirs:
         _check_directory(directory, snap.issues)
-    for entry in listing.files:
-        if "/" not in entry.path:
-            snap.issues.append(Issue(entry.path, "unexpected_entry",
-                                     "files at the root are not part of the forest", WARNING))
+    at_root = {name for name in listing.top_files if name in snap.entries}
+    for name in sorted(at_root):
+        snap.issues.append(Issue(name, "unexpected_entry",
+                                 "files at the root are not part of the forest", WARNING))
+    # The walk lists files sorted by path, so derived state is one slice to leave out.
+    state = (STATE_DIR + "/", STATE_DIR + "0")  # "0" sorts right after "/"
+    start, end = (bisect.bisect_left(files, (bound,)) for bound in state)
+    snap.documents = [entry for entry in files[:start] + files[end:]
+                      if entry.path not in at_root] if at_root else files[:start] + files[end:]
     snap.unread = {issue.path for issue in listing.issues
                    if issue.code in ("symlink", "special_file") and routable(issue.path)}
     return snap
@@ -73,9 +81,7 @@ def survey(forest: Opened | str | Path) -> Snapshot:
 
 def documents(snap: Snapshot) -> list[Entry]:
     """The listed files that may be documents: everything but root files and derived state."""
-    state = STATE_DIR + "/"
-    return [entry for entry in snap.entries.values()
-            if "/" in entry.path and not entry.path.startswith(state)]
+    return snap.documents
 
 
 def scan(forest: Opened | str | Path) -> Snapshot:

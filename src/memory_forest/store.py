@@ -306,20 +306,24 @@ def _meta(con: sqlite3.Connection, key: str) -> str | None:
     return row[0] if row else None
 
 
-def known_files(con: sqlite3.Connection) -> tuple[set[tuple[str, int, int, int]],
+def known_files(con: sqlite3.Connection) -> tuple[list[tuple[str, int, int, int]],
                                                   dict[str, bool]]:
     """What the last build accounted for, without a parse: ``(path, size, mtime_ns, ino)`` of
-    every indexed and quarantined file, and whether each quarantined path is a route.
+    every indexed and quarantined file, sorted by path, and whether each quarantined path
+    is a route.
 
-    Read on every ``index`` and compared with the walk as sets of tuples, so a
-    build with nothing changed costs no Python work per file here.
+    Read on every ``index`` from a covering index, in the order the walk lists
+    files, so that a build with nothing changed is one list comparison.
     """
-    stats = set(con.execute("SELECT path, size, mtime_ns, ino FROM docs INDEXED BY docs_stat"))
+    stats = con.execute("SELECT path, size, mtime_ns, ino FROM docs INDEXED BY docs_stat "
+                        "ORDER BY path").fetchall()
     held: dict[str, bool] = {}
     for path, size, mtime, ino, routed in con.execute(
             "SELECT path, size, mtime_ns, ino, routed FROM quarantine"):
-        stats.add((_text(path), size, mtime, ino))
+        stats.append((_text(path), size, mtime, ino))
         held[_text(path)] = bool(routed)
+    if held:
+        stats.sort()
     return stats, held
 
 
@@ -394,8 +398,9 @@ def create(con: sqlite3.Connection) -> None:
     # A private temp file: the rename that publishes it is the commit, so no journal is needed.
     con.execute("PRAGMA journal_mode = OFF")
     con.execute("PRAGMA synchronous = OFF")
-    # Up to 256 MiB of page cache, so FTS5's segment merges stay in memory.
-    con.execute("PRAGMA cache_size = -262144")
+    # 64 MiB of page cache keeps FTS5's segment merges mostly in memory: at 100,000
+    # documents 256 MiB built no faster (25.2 s against 26.2 s) and peaked at 515 MiB, not 314.
+    con.execute("PRAGMA cache_size = -65536")
     con.executescript(_SCHEMA.format(tokenizer=TOKENIZER, version=INDEX_SCHEMA_VERSION))
 
 
