@@ -359,13 +359,16 @@ def index_rows(root: Path) -> tuple[list[tuple], list[tuple]]:
 
 
 def quarantine_rows(root: Path) -> list[tuple]:
-    """The index's quarantined files: path, size, mtime and their problems."""
+    """The index's quarantined files: path, size, mtime, route-ness and id, with their
+    problems (as stored, sorted)."""
     con = sqlite3.connect(f"{(root / INDEX).as_uri()}?mode=ro", uri=True)
     try:
-        return con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
+        held = con.execute("SELECT path, size, mtime_ns, routed, doc_id FROM quarantine"
                            " ORDER BY path").fetchall()
+        problems = con.execute("SELECT path, issue FROM problems ORDER BY path, issue").fetchall()
     finally:
         con.close()
+    return [(*row, [issue for path, issue in problems if path == row[0]]) for row in held]
 
 
 def set_meta(root: Path, key: str, value: str) -> None:

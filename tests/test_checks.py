@@ -90,11 +90,12 @@ def test_an_incremental_refresh_rereads_only_what_changed(example_forest: Path):
         (example_forest / KIMCHI).read_text(encoding="utf-8") + "\nMore brine.\n",
         encoding="utf-8")
     recorder = checks.Recorder()
-    _, triage, written = index.refresh(example_forest, recorder=recorder)
-    assert recorder.steps["scan"]["read"] == 1
-    assert written == {**written, "mode": "incremental", "changed": 1, "unchanged": 11}
-    assert recorder.steps["index"] == {**recorder.steps["index"], **written, "ok": True}
-    assert not triage.quarantined
+    done = index.refresh(example_forest, recorder=recorder)
+    assert recorder.steps["read"]["read"] == 1
+    assert done.written == {**done.written, "mode": "incremental", "changed": 1,
+                            "unchanged": 11}
+    assert recorder.steps["index"] == {**recorder.steps["index"], **done.written, "ok": True}
+    assert not done.triage.quarantined
 
 
 @pytest.mark.parametrize("audit", [True, False])

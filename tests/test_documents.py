@@ -60,10 +60,16 @@ def test_facts_carry_size_and_hash_of_the_exact_bytes() -> None:
     assert facts.sha256 == hashlib.sha256(raw).hexdigest()
 
 
-def test_facts_round_trip_through_a_dict() -> None:
+def test_the_stored_lists_sit_where_json_path_says() -> None:
+    """Writers look files up by these lists with SQLite's JSON functions."""
+    import json
+
     facts = facts_of("---\nid: x1\nstatus: archived\n---\n# T\n[[03 mtm/tree/branch#h|a]]\n")
-    again = Facts.loads(facts.dumps())
-    assert again == facts
+    stored = json.loads(facts.dumps())
+    for name in ("links", "event_ids", "anchors"):
+        index = int(Facts.json_path(name)[2:-1])
+        assert stored[index] == json.loads(json.dumps(getattr(facts, name)))
+    assert stored[0] == [["03 mtm/tree/branch", 6, "h", "a"]]
 
 
 def test_id_and_status_are_read() -> None:

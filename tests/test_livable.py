@@ -210,18 +210,23 @@ def test_a_symlinked_parent_is_quarantined_and_its_children_are_not(example_fore
     assert {issue["path"] for issue in audited["issues"]} == {"03 mtm/kitchen/fermentation.md"}
 
 
-def test_an_index_from_before_the_quarantine_table_is_read_and_completed(example_forest):
+def test_an_index_of_an_older_schema_is_rebuilt_and_says_why(example_forest):
+    """An index from before the problem list was kept: 'index' rebuilds it in full, once."""
     root = example_forest
     assert run_cli("index", root).code == 0
     con = sqlite3.connect(root / ".memory-forest/index.sqlite3")
     with con:
-        con.execute("DROP TABLE quarantine")
+        con.execute("DROP TABLE problems")
+        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     con.close()
-    assert run_cli("--json", "doctor", root).json()["index"]["state"] == "current"
+    assert run_cli("--json", "doctor", root).json()["index"]["state"] == "invalid"
     write_file(root, "04 stm/kitchen/fermentation/bad.md", b"---\ntitle: [oops\n---\n# Bad\n")
     done = run_cli("--json", "index", root)
-    assert done.code == 0 and done.json()["mode"] == "incremental"
+    assert done.code == 0, done.stdout
+    assert (done.json()["mode"], done.json()["rebuilt"]) == ("full", "schema_mismatch")
     assert done.json()["quarantined"] == 1
+    again = run_cli("--json", "index", root).json()
+    assert (again["mode"], again["quarantined"]) == ("incremental", 1)
     index = run_cli("--json", "doctor", root).json()["index"]
     assert (index["state"], index["quarantined"]) == ("current", 1)
 

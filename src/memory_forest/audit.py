@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+from .documents import Facts
 from .errors import ForestError
 from .issues import Issue
 from .layers import BY_DIR
 from .routes import Route, link_target, parse_route
-from .snapshot import Snapshot
+from .snapshot import Presence, Snapshot
 
 
 def audit(snap: Snapshot) -> list[Issue]:
     """Link issues only; callers combine them with ``validate``."""
+    return sorted(set(link_issues(snap.facts, snap.routes, Presence.of(snap))))
+
+
+def link_issues(facts_by_path: dict[str, Facts], routes: dict[str, Route],
+                present: Presence) -> list[Issue]:
+    """The link problems of these documents, against the files ``present`` says exist."""
     issues: list[Issue] = []
-    targets = {link_target(path) for path in [*snap.routes, *snap.unread]}
-    for path, facts in snap.facts.items():
-        route = snap.routes[path]
+    for path, facts in facts_by_path.items():
+        route = routes[path]
         if route.layer.key == "istm":
             continue  # JSONL is data, not Markdown: text in payloads is never a link
         linked: set[str] = set()
         for link in facts.links:
-            issue = _check_link(route, link.target, targets)
+            issue = _check_link(route, link.target, present)
             if issue:
                 issues.append(Issue(path, issue[0], f"line {link.line}: {issue[1]}"))
             linked.add(link.target)
@@ -27,10 +33,10 @@ def audit(snap: Snapshot) -> list[Issue]:
         if parent and link_target(parent) not in linked:
             issues.append(Issue(path, "link_parent_missing",
                                 f"does not link to its parent [[{link_target(parent)}]]"))
-    return sorted(set(issues))
+    return issues
 
 
-def _check_link(source: Route, target: str, targets: set[str]) -> tuple[str, str] | None:
+def _check_link(source: Route, target: str, present: Presence) -> tuple[str, str] | None:
     if source.layer.key == "daily":
         return "link_in_source_layer", "Daily records hold no wikilinks; cite sources as paths"
     first = target.split("/", 1)[0]
@@ -46,6 +52,6 @@ def _check_link(source: Route, target: str, targets: set[str]) -> tuple[str, str
         return "link_nonadjacent", (
             f"'{source.layer.dirname}' may not link to '{route.layer.dirname}'"
         )
-    if target not in targets:
+    if not present.has_target(target):
         return "link_unresolved", f"[[{target[:120]}]] does not resolve to a file"
     return None

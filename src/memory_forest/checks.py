@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .config import Opened
     from .issues import Issue
     from .quarantine import Triage
-    from .snapshot import Reuse, Snapshot
+    from .snapshot import Snapshot
 
 T = TypeVar("T")
 Counted = Callable[[Any], dict[str, Any]]  # what a step's value reports as its counts
@@ -79,32 +79,28 @@ class Checked:
         return triage(self.issues, self.snap.dirs)
 
 
-def check(forest: Opened | str | Path, audit: bool = True, reuse: Reuse | None = None,
-          keep_text: bool = False, recorder: Recorder | None = None) -> Checked:
-    """Scan, validate and (unless ``audit`` is false) audit the forest.
-
-    ``reuse`` and ``keep_text`` go to ``snapshot.scan``: the index hands back
-    the facts it holds, and keeps the text it is about to write.
-    """
+def check(forest: Opened | str | Path, audit: bool = True,
+          recorder: Recorder | None = None) -> Checked:
+    """Scan, validate and (unless ``audit`` is false) audit the forest."""
     from . import audit as audit_rules
     from . import validate as validate_rules
     from .snapshot import scan
 
-    snap = timed(recorder, "scan", lambda: scan(forest, reuse=reuse, keep_text=keep_text),
+    snap = timed(recorder, "scan", lambda: scan(forest),
                  _scanned)
     if recorder is not None:
         recorder.counts = snap.layer_counts()
-    found = set(timed(recorder, "validate", lambda: validate_rules.validate(snap), _graded))
+    found = set(timed(recorder, "validate", lambda: validate_rules.validate(snap), graded))
     if audit:
-        found |= set(timed(recorder, "audit", lambda: audit_rules.audit(snap), _graded))
+        found |= set(timed(recorder, "audit", lambda: audit_rules.audit(snap), graded))
     return Checked(snap, sorted(found))
 
 
 def _scanned(snap: Snapshot) -> dict[str, int]:
-    return {"files": len(snap.facts), "read": len(snap.texts)}
+    return {"files": len(snap.facts)}
 
 
-def _graded(found: list[Issue]) -> dict[str, int]:
+def graded(found: list[Issue]) -> dict[str, int]:
     """A step's counts, graded as indexing grades them (a wide mode is a warning): a timed
     run is one that indexes."""
     from .issues import summarize

@@ -24,7 +24,7 @@ _KEYS = {"schema_version", "forest_id", "layers", "limits"}
 MAX_CONFIG_BYTES = 1024 * 1024  # a config is a few hundred bytes; anything huge is not one
 
 DEFAULT_LIMITS: dict[str, int] = {
-    "max_files": 200_000,
+    "max_files": 500_000,  # 200,000 documents with room for years more, and state files
     "max_dirs": 100_000,
     "max_depth": 32,
     "max_file_bytes": 4 * 1024 * 1024,

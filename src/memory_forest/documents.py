@@ -50,26 +50,17 @@ class Facts:
     @staticmethod
     def json_path(name: str) -> str:
         """Where a field sits in ``dumps``'s array, for SQLite's JSON functions."""
-        return f"$[{FACTS_FIELDS.index(name)}]"
+        return f"$[{STORED_FIELDS.index(name)}]"
 
     def dumps(self) -> str:
-        """Positional JSON in ``FACTS_FIELDS`` order, as the index keeps it (arrays decode
-        faster than objects)."""
-        values = [getattr(self, name) for name in FACTS_FIELDS]
-        values[-1] = [list(issue) for issue in self.issues]  # issues come last
-        return json.dumps(values, ensure_ascii=False)
-
-    @classmethod
-    def loads(cls, text: str) -> Facts:
-        (path, size, mtime_ns, sha256, title, doc_id, status, links, event_ids, anchors,
-         issues) = json.loads(text)
-        return cls(path, size, mtime_ns, sha256, title, doc_id, status,
-                   [Link(*link) for link in links], event_ids, anchors,
-                   [Issue(*issue) for issue in issues])
+        """What the index keeps beyond its columns: the lists a writer looks files up by
+        (links, event ids, anchors), as positional JSON (arrays decode faster than
+        objects). Path, stat, hash, title, id and status are columns; problems have
+        their own table."""
+        return json.dumps([getattr(self, name) for name in STORED_FIELDS], ensure_ascii=False)
 
 
-FACTS_FIELDS = ("path", "size", "mtime_ns", "sha256", "title", "id", "status", "links",
-                "event_ids", "anchors", "issues")
+STORED_FIELDS = ("links", "event_ids", "anchors")
 
 
 def read_facts(route: Route, raw: bytes, mtime_ns: int, max_links: int) -> tuple[Facts, str]:

@@ -12,6 +12,8 @@ IGNORED_ROOT_DIRS = frozenset({".obsidian", ".git", ".trash"})
 
 # Files that editors and operating systems drop beside the ones a person edits.
 _DEBRIS_NAMES = frozenset({".ds_store", "thumbs.db", "desktop.ini"})
+# The last characters a debris name not starting with "." or "#" can end with.
+_LAST_CHARS = frozenset("~pPeEbBiI")
 
 
 def is_debris(name: str) -> bool:
@@ -23,6 +25,8 @@ def is_debris(name: str) -> bool:
     the systems that write them ignore case). Decided by the name alone, so a
     debris symlink (an Emacs lock is one) is skipped before anything follows it.
     """
+    if name[0] not in ".#" and name[-1] not in _LAST_CHARS:
+        return False  # the common case, a note or an event file, decided in two lookups
     if name.lower() in _DEBRIS_NAMES:
         return True
     if name.startswith(".") and name[1:].endswith((".swp", ".swo")):

@@ -76,11 +76,11 @@ def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
     from .writers import journal
 
     run.step("journal", lambda: journal.recover(root), _recovered)
-    checked, triage, _ = index.refresh(root, recorder=run)  # a forest-level fault raises here
+    done = index.refresh(root, recorder=run)  # a forest-level fault raises here
+    triage = done.triage
     run.problems = [issue.to_dict() for issue in triage.problems]
     run.quarantined = len(triage.quarantined)
-    expected = set(checked.snap.facts) - triage.quarantined
-    verified = run.step("verify", lambda: _verify(root, checked.snap, expected, verify_all),
+    verified = run.step("verify", lambda: _verify(root, done.config, done.expected(), verify_all),
                         dict)
     if verified["mismatched"]:
         run.steps["verify"]["ok"] = False
@@ -118,7 +118,7 @@ def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:
     return {"recovered": 1, "action": outcome["action"]}
 
 
-def _verify(root: Path, snap, expected: set[str], verify_all: bool) -> dict[str, Any]:
+def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[str, Any]:
     """Compare the index with the files: every path always, hashes of a sample or of all.
 
     ``expected`` are the paths that should have rows: the documents not quarantined.
@@ -134,7 +134,7 @@ def _verify(root: Path, snap, expected: set[str], verify_all: bool) -> dict[str,
     paths = sorted(set(indexed) & expected)
     if not verify_all:
         paths = random.Random(len(paths)).sample(paths, min(SAMPLE_SIZE, len(paths)))
-    limit = snap.config.limits["max_file_bytes"]
+    limit = config.limits["max_file_bytes"]
     for path in paths:
         data = read_regular(root, path, limit)
         if sha256_hex(data) != indexed[path]:

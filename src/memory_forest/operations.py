@@ -194,8 +194,8 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
 
     from . import __version__, store
     from . import lock as locking
+    from .parsing import route_or_issue
     from .safety import walk
-    from .snapshot import _route_or_issue
 
     root = forest.root
     report: dict[str, Any] = {}
@@ -222,7 +222,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
             listing = walk(root, config.limits)
             counts: dict[str, int] = {}
             for entry in listing.files:
-                route = _route_or_issue(entry.path, [])
+                route = route_or_issue(entry.path, [])
                 if route:
                     counts[route.layer.dirname] = counts.get(route.layer.dirname, 0) + 1
             report["counts"] = counts

@@ -29,6 +29,7 @@ NEAR_WINDOW = 8
 MAX_PAIRS = 28  # all pairs of the first 8 terms; bounds the cost of long questions
 COMMON_SHARE = 0.02  # a term in more than this share of documents is "common" ...
 COMMON_MIN_DOCS = 500  # ... and in more than this many: small forests score every term
+CANDIDATE_POSTINGS = 2000  # the documents the candidate-finding terms may hold together
 
 
 # --- match expressions ---------------------------------------------------------------------
@@ -109,7 +110,7 @@ def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str,
     return {term: counts[term] for term in terms}
 
 
-def _forget_other_index(con: sqlite3.Connection) -> None:
+def _forget_other_index(con: sqlite3.Connection) -> tuple[int, ...]:
     import os
 
     st = os.stat(store.database_file(con))
@@ -117,6 +118,22 @@ def _forget_other_index(con: sqlite3.Connection) -> None:
     if key != _counted_for[0] or len(_counted) > _MAX_COUNTED:
         _counted.clear()
         _counted_for[0] = key
+    return key
+
+
+# The number of documents, for the same state of the index file as the counts above:
+# counting 100,000 rows costs about a millisecond, on every query otherwise.
+_totals: dict[tuple[int, ...], int] = {}
+
+
+def document_total(con: sqlite3.Connection) -> int:
+    key = _forget_other_index(con)
+    total = _totals.get(key)
+    if total is None:
+        total = store.document_count(con)
+        _totals.clear()
+        _totals[key] = total
+    return total
 
 
 def _count(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
@@ -152,54 +169,102 @@ def hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], limi
     return [(row, round(-bm25, 6)) for row, bm25 in wanted[:limit]]
 
 
-def split_common(con: sqlite3.Connection, terms: list[str],
-                  min_docs: int = COMMON_MIN_DOCS) -> tuple[list[str], set[str]]:
-    """Split terms into rare ones and common ones (in more than COMMON_SHARE of documents).
+def split_common(con: sqlite3.Connection, terms: list[str], min_docs: int = COMMON_MIN_DOCS,
+                 budget: int | None = None) -> tuple[list[str], set[str]]:
+    """Split terms into rare ones, which find candidates, and common ones, which only score them.
 
-    Scoring a term costs time in proportion to the documents that hold it, so
-    in a large forest a common word would dominate every lookup. Counting is
-    bounded by the cut-off itself, so the split stays cheap.
+    Ranking costs time in proportion to the documents the ranked terms hold,
+    so the rarest terms find the candidates while the documents they hold
+    together stay within ``budget`` (the rarest one always does); a term in
+    more than COMMON_SHARE of the documents is always common. The split depends only on the index's
+    document frequencies (ties go to query order): the same question on the
+    same index is split the same way, whatever its wording around the words.
     """
-    total = store.document_count(con)
+    total = document_total(con)
     cutoff = max(min_docs, int(total * COMMON_SHARE))
     if total <= cutoff or len(terms) < 2:
         return terms, set()
-    common = {t for t in terms if store.matches_beyond(con, t, cutoff)}
-    return [t for t in terms if t not in common], common
+    budget = CANDIDATE_POSTINGS if budget is None else budget
+    frequency = document_frequencies(con, terms)
+    rare: set[str] = set()
+    held = 0
+    for term in _rarest_first(terms, frequency):
+        if frequency[term] > cutoff or (rare and held + frequency[term] > budget):
+            break
+        rare.add(term)
+        held += frequency[term]
+    return [t for t in terms if t in rare], {t for t in terms if t not in rare}
+
+
+def _rarest_first(terms: list[str], frequency: dict[str, int]) -> list[str]:
+    return sorted(terms, key=lambda t: (frequency[t], terms.index(t)))
 
 
 def base_scores(con: sqlite3.Connection, terms: list[str], depth: int,
-                 min_docs: int = COMMON_MIN_DOCS) -> tuple[dict[str, list], frozenset[str]]:
-    """BM25 over all terms, computed so that common terms never drive the cost.
+                min_docs: int = COMMON_MIN_DOCS) -> tuple[dict[str, list], frozenset[str]]:
+    """The best ``depth`` candidates by BM25 over all terms, at a bounded cost.
 
-    Candidates come from the rare terms alone; each candidate that also holds
-    common terms gets its score from ``(common) AND (rare)``, whose BM25 sums
-    every term it holds, so the result equals plain BM25 over all terms for
-    those documents.
+    Candidates are the documents holding a rare term (``split_common``). A
+    candidate without a common term scores the same over the rare terms
+    alone, so the best of those are the best of ``any(rare)``; one with a
+    common term is scored in full by ``(common) AND (rare)``, whose BM25
+    sums every term it holds. The better of the two scores is the plain
+    BM25 over all terms, so the answer is exactly the best ``depth``
+    candidates; a document holding only common terms is never one.
+
+    When every term is common, the candidates are the documents holding the
+    rarest few together (``_conjunction``), and fewer of them while that
+    finds too few. Returns the scores and the terms that count as common.
     """
     rare, common = split_common(con, terms, min_docs)
-    return _scored(con, terms, rare, common, depth), frozenset(common)
+    if rare:
+        return _scored(con, any_of(rare), sorted(common), depth), frozenset(common)
+    frequency = document_frequencies(con, terms)
+    ordered = _rarest_first(terms, frequency)
+    found: dict[str, list] = {}
+    for size in range(_conjunction(frequency, ordered, document_total(con)), 0, -1):
+        more = _scored(con, " AND ".join(f'"{t}"' for t in ordered[:size]),
+                       sorted(ordered[size:]), depth)
+        found = _best([*found.values(), *more.values()], depth)
+        if len(found) >= depth:
+            break
+    return found, frozenset(terms)
 
 
-def _scored(con: sqlite3.Connection, terms: list[str], rare: list[str], common: set[str],
+def _conjunction(frequency: dict[str, int], ordered: list[str], total: int) -> int:
+    """How many of the rarest terms together are expected to hold at most CANDIDATE_POSTINGS
+    documents.
+
+    The expectation treats the terms as independent: a deterministic
+    estimate from document frequencies alone, never from the query text.
+    """
+    expected = float(total)
+    for size, term in enumerate(ordered, start=1):
+        expected *= frequency[term] / total
+        if expected <= CANDIDATE_POSTINGS:
+            return size
+    return len(ordered)
+
+
+def _scored(con: sqlite3.Connection, candidates: str, common: list[str],
             depth: int) -> dict[str, list]:
-    if common and not rare:
-        # Only common words: documents holding all of them come first, and only
-        # if there are too few of those is every document with any of them scored.
-        found = hits(con, " AND ".join(f'"{t}"' for t in terms), STRUCTURED, depth)
-        if len(found) < depth:
-            found = hits(con, any_of(terms), STRUCTURED, depth)
-        return {row.path: [row, score] for row, score in found}
-    if not common:
-        return {row.path: [row, score] for row, score in hits(con, any_of(terms), STRUCTURED,
-                                                              depth)}
-    found = {row.path: [row, score] for row, score in hits(con, any_of(rare), STRUCTURED,
-                                                           depth)}
-    by_rowid = {entry[0].rowid: entry for entry in found.values()}
-    for rowid, score in _scores(con, f"({any_of(sorted(common))}) AND ({any_of(rare)})"):
-        if rowid in by_rowid:
-            by_rowid[rowid][1] = score
-    return found
+    """The best ``depth`` documents matching ``candidates``, by BM25 over them and ``common``."""
+    found = hits(con, candidates, STRUCTURED, depth)
+    if common:
+        found += hits(con, f"({any_of(common)}) AND ({candidates})", STRUCTURED, depth)
+    return _best(([row, score] for row, score in found), depth)
+
+
+def _best(entries, depth: int) -> dict[str, list]:
+    """Each path's best [row, score], the best ``depth`` of them (active first)."""
+    best: dict[str, list] = {}
+    for entry in entries:
+        path = entry[0].path
+        if path not in best or entry[1] > best[path][1]:
+            best[path] = entry
+    ordered = sorted(best.values(),
+                     key=lambda entry: (entry[0].status in INACTIVE, -entry[1], entry[0].path))
+    return {entry[0].path: entry for entry in ordered[:depth]}
 
 
 def _scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]:

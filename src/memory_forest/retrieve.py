@@ -239,7 +239,8 @@ def _trails(con: sqlite3.Connection, queries: list[list[str]],
         for path, (row, score) in evidence(con, terms, depth).items():
             statuses[path] = row.status
             found.setdefault(path, {})[number] = score
-    chains = {path: _chain(path) for path in found}
+    known: dict[str, list[str]] = {}  # trails share their owners: each chain is derived once
+    chains = {path: _chain(path, known) for path in found}
     # A hit that owns another hit is evidence for that deeper trail, not a trail of its own:
     # retrieval narrows toward leaves and never fans out over the forest.
     owners = {owner for chain in chains.values() for owner in chain[:-1]}
@@ -277,13 +278,15 @@ def _tree_of(trail: _Trail) -> str:
     return trail.paths[1] if len(trail.paths) > 1 else trail.paths[0]
 
 
-def _chain(path: str) -> list[str]:
+def _chain(path: str, known: dict[str, list[str]]) -> list[str]:
     """The root-first ownership chain ending at ``path`` (derived from the route alone)."""
     from .routes import parent_of
 
-    chain = [path]
-    while (parent := parent_of(chain[0])) is not None:
-        chain.insert(0, parent)
+    chain = known.get(path)
+    if chain is None:
+        parent = parent_of(path)
+        chain = [path] if parent is None else [*_chain(parent, known), path]
+        known[path] = chain
     return chain
 
 

@@ -57,6 +57,23 @@ def parent_of(path: str) -> str | None:
     return None
 
 
+def children_prefix(path: str) -> str | None:
+    """Where the files owned by ``path`` live: every child's path starts with this.
+
+    The inverse of ``parent_of`` as a directory, so an incremental build finds
+    the children of a file that appeared or went in the sorted listing
+    instead of asking every file for its parent.
+    """
+    if path == XLTM_PATH:
+        return "02 ltm/"
+    parts = path.split("/")
+    if parts[0] == "02 ltm" and len(parts) == 2 and parts[1].endswith(LTM_SUFFIX + ".md"):
+        return f"03 mtm/{parts[1][:-len(LTM_SUFFIX + '.md')]}/"
+    if parts[0] == "03 mtm" and len(parts) == 3 and parts[2].endswith(".md"):
+        return f"04 stm/{parts[1]}/{parts[2][:-3]}/"
+    return None
+
+
 def ancestors(path: str) -> list[str]:
     """Root-first owners of ``path`` (XLTM, LTM, MTM as far as they apply)."""
     chain: list[str] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import NamedTuple
 
 from .errors import ForestError
@@ -46,6 +47,7 @@ class Entry(NamedTuple):
     path: str  # root-relative, "/"-separated
     size: int
     mtime_ns: int
+    ino: int = 0  # with size and mtime, what tells an incremental build a file changed
 
 
 class Walk:
@@ -57,6 +59,7 @@ class Walk:
         self.issues: list[Issue] = []
         self.total_bytes = 0
         self.ignored = 0  # editor and OS debris skipped by name
+        self.top_files: list[str] = []  # regular files directly under the walk's top
 
 
 def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
@@ -65,52 +68,72 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
     Symlinks and special files become issues and are never opened. The tool
     and editor directories at the root are skipped entirely, and so is editor
     and OS debris anywhere (``ignore.is_debris``; counted, never stat'ed or
-    reported). Crossing a
-    count, depth or byte limit fails closed with ``limit_exceeded``.
+    reported). Crossing a count, depth or byte limit fails closed with
+    ``limit_exceeded``.
+
+    One ``lstat`` per entry and nothing else: an incremental build compares
+    size, mtime and inode with what the index holds, so this loop is what a
+    no-change ``index`` costs (about half a second per 100,000 files here).
 
     ``under`` (a relative directory, e.g. one layer) limits the walk to that
     subtree; writers use it to re-check only the layers they depend on.
     """
     result = Walk()
+    files, dirs, issues = result.files, result.dirs, result.issues
+    make = tuple.__new__  # an Entry without NamedTuple's Python-level constructor
+    max_files, max_dirs, max_depth = limits["max_files"], limits["max_dirs"], limits["max_depth"]
+    max_bytes = limits["max_total_bytes"]
+    total = 0
     if not under:
-        _check_mode(os.lstat(root), ".", result.issues)
+        _check_mode(os.lstat(root), ".", issues)
     stack: list[tuple[str, int]] = [(under, under.count("/") + 1 if under else 0)]
     while stack:
         rel_dir, depth = stack.pop()
+        prefix = rel_dir + "/" if rel_dir else ""
         try:
             with os.scandir(root / rel_dir if rel_dir else root) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                listed = list(it)
         except OSError as exc:
-            result.issues.append(Issue(rel_dir or ".", "unreadable_directory",
-                                       f"cannot list directory ({type(exc).__name__})"))
+            issues.append(Issue(rel_dir or ".", "unreadable_directory",
+                                f"cannot list directory ({type(exc).__name__})"))
             continue
-        for entry in entries:
-            if not rel_dir and entry.name in IGNORED_ROOT_DIRS:
+        for entry in listed:
+            name = entry.name
+            if not rel_dir and name in IGNORED_ROOT_DIRS:
                 continue
-            if is_debris(entry.name):
+            if is_debris(name):
                 result.ignored += 1
                 continue
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            rel = prefix + name
             st = entry.stat(follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
-                result.issues.append(Issue(rel, "symlink", "symlinks are not allowed in a forest"))
-            elif stat.S_ISDIR(st.st_mode):
-                _check_mode(st, rel, result.issues)
-                result.dirs.append(rel)
-                _limit(limits, "max_dirs", len(result.dirs))
-                _limit(limits, "max_depth", depth + 1)
+            mode = st.st_mode
+            if S_ISREG(mode):
+                if mode & 0o7777 != FILE_MODE:
+                    _check_mode(st, rel, issues)
+                files.append(make(Entry, (rel, st.st_size, st.st_mtime_ns, st.st_ino)))
+                if not rel_dir:
+                    result.top_files.append(rel)
+                total += st.st_size
+                if len(files) > max_files or total > max_bytes:
+                    result.total_bytes = total
+                    _limit(limits, "max_files", len(files))
+                    _limit(limits, "max_total_bytes", total)
+            elif S_ISDIR(mode):
+                if mode & 0o7777 != DIR_MODE:
+                    _check_mode(st, rel, issues)
+                dirs.append(rel)
+                if len(dirs) > max_dirs or depth + 1 > max_depth:
+                    _limit(limits, "max_dirs", len(dirs))
+                    _limit(limits, "max_depth", depth + 1)
                 stack.append((rel, depth + 1))
-            elif stat.S_ISREG(st.st_mode):
-                _check_mode(st, rel, result.issues)
-                result.files.append(Entry(rel, st.st_size, st.st_mtime_ns))
-                result.total_bytes += st.st_size
-                _limit(limits, "max_files", len(result.files))
-                _limit(limits, "max_total_bytes", result.total_bytes)
+            elif S_ISLNK(mode):
+                issues.append(Issue(rel, "symlink", "symlinks are not allowed in a forest"))
             else:
-                result.issues.append(Issue(rel, "special_file",
-                                           "only regular files and directories are allowed"))
-    result.files.sort(key=lambda e: e.path)
-    result.dirs.sort()
+                issues.append(Issue(rel, "special_file",
+                                    "only regular files and directories are allowed"))
+    result.total_bytes = total
+    files.sort()
+    dirs.sort()
     return result
 
 

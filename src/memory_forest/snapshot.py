@@ -1,26 +1,25 @@
 """Walk and parse a forest once into a ``Snapshot`` that validate and audit read.
 
-``reuse`` lets the index hand back facts it already holds for files whose
-size and mtime are unchanged, so a large forest is re-read only where it
-changed. Modes and symlinks are still checked on every walk.
+``survey`` is the walk alone, with the problems it shows; ``scan`` reads
+every document as well. Modes and symlinks are checked on every walk.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config, Opened, root_and_config
-from .documents import Facts, read_facts
+from .documents import Facts
 from .errors import ForestError
 from .issues import WARNING, Issue
 from .layers import BY_DIR, LAYERS
+from .parsing import routable
 from .routes import Route, parse_route
-from .safety import Entry, read_regular, walk
+from .safety import Entry, walk
 from .statefiles import CONFIG, STATE_DIR, state_rel
-
-Reuse = Callable[[Entry], tuple[Facts, Route] | None]  # cached facts and route, or None
 
 
 @dataclass
@@ -29,7 +28,6 @@ class Snapshot:
     config: Config
     facts: dict[str, Facts] = field(default_factory=dict)  # canonical files by path
     routes: dict[str, Route] = field(default_factory=dict)
-    texts: dict[str, str] = field(default_factory=dict)  # searchable text of files read now
     issues: list[Issue] = field(default_factory=list)  # walk and route issues
     dirs: list[str] = field(default_factory=list)
     entries: dict[str, Entry] = field(default_factory=dict)  # every file the walk listed
@@ -37,80 +35,94 @@ class Snapshot:
     # document's parent is still there, so its children are not failed for it.
     unread: set[str] = field(default_factory=set)
     total_bytes: int = 0
+    documents: list[Entry] = field(default_factory=list)  # listed files but root ones and state
 
     def layer_counts(self) -> dict[str, int]:
+        """Files per layer directory, from the listing alone (a build counts before it reads)."""
         counts = {layer.dirname: 0 for layer in LAYERS}
-        for route in self.routes.values():
-            counts[route.layer.dirname] += 1
+        for path in self.entries:
+            layer = path.split("/", 1)[0]
+            if layer in counts and "/" in path:
+                counts[layer] += 1
         return counts
 
 
-def scan(forest: Opened | str | Path, reuse: Reuse | None = None, keep_text: bool = False
-         ) -> Snapshot:
+def survey(forest: Opened | str | Path) -> Snapshot:
+    """Walk the forest without reading a file: the listing and the problems it shows.
+
+    Those are the walk's own (modes, symlinks, special files), a missing
+    config, badly shaped directories and files at the root: everything an
+    incremental build re-derives on every run, because it costs no read.
+    """
     root, config = root_and_config(forest)
     listing = walk(root, config.limits)
+    files = listing.files
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
-                    entries={entry.path: entry for entry in listing.files},
+                    entries={entry.path: entry for entry in files},
                     total_bytes=listing.total_bytes)
     if not config.present:
         snap.issues.append(Issue(state_rel(CONFIG), "config_missing",
                                  f"no {CONFIG}; default limits apply", WARNING))
     for directory in listing.dirs:
         _check_directory(directory, snap.issues)
+    at_root = {name for name in listing.top_files if name in snap.entries}
+    for name in sorted(at_root):
+        snap.issues.append(Issue(name, "unexpected_entry",
+                                 "files at the root are not part of the forest", WARNING))
+    # The walk lists files sorted by path, so derived state is one slice to leave out.
+    state = (STATE_DIR + "/", STATE_DIR + "0")  # "0" sorts right after "/"
+    start, end = (bisect.bisect_left(files, (bound,)) for bound in state)
+    snap.documents = [entry for entry in files[:start] + files[end:]
+                      if entry.path not in at_root] if at_root else files[:start] + files[end:]
     snap.unread = {issue.path for issue in listing.issues
-                   if issue.code in ("symlink", "special_file") and _routable(issue.path)}
-    for entry in listing.files:
-        known = reuse(entry) if reuse else None
-        if known is not None:
-            facts, route = known
-            snap.routes[entry.path] = route
-        else:
-            route = _route_or_issue(entry.path, snap.issues)
-            if route is None:
-                continue
-            snap.routes[entry.path] = route
-            facts = _read(root, route, entry, config, snap)
-            if facts is None:
-                continue
-            text = snap.texts.pop(entry.path, "")
-            if keep_text:
-                snap.texts[entry.path] = text
-        snap.facts[entry.path] = facts
+                   if issue.code in ("symlink", "special_file") and routable(issue.path)}
     return snap
 
 
-def _read(root: Path, route: Route, entry: Entry, config: Config, snap: Snapshot) -> Facts | None:
+def documents(snap: Snapshot) -> list[Entry]:
+    """The listed files that may be documents: everything but root files and derived state."""
+    return snap.documents
+
+
+def scan(forest: Opened | str | Path) -> Snapshot:
+    """``survey``, then read and parse every document (route and read problems join
+    ``issues``; on a pool of processes when there are many)."""
+    from .parsing import parse
+
+    snap = survey(forest)
+    parsed = parse(snap.root, documents(snap), snap.config.limits)
     try:
-        raw = read_regular(root, entry.path, config.limits["max_file_bytes"])
-    except ForestError as exc:
-        snap.issues.append(Issue(entry.path, exc.code, exc.message))
-        return None
-    facts, text = read_facts(route, raw, entry.mtime_ns, config.limits["max_links_per_document"])
-    snap.texts[entry.path] = text
-    return facts
+        for found in parsed:
+            snap.issues.extend(found.issues)
+            if found.route is not None:
+                snap.routes[found.path] = found.route
+            if found.facts is not None:
+                snap.facts[found.path] = found.facts
+    finally:
+        parsed.close()  # the pool, if one was started, is shut down before the scan returns
+    return snap
 
 
-def _route_or_issue(path: str, issues: list[Issue]) -> Route | None:
-    first = path.split("/", 1)[0]
-    if first == STATE_DIR:
-        return None  # derived state: modes were checked by the walk, content is not canonical
-    if "/" not in path:
-        issues.append(Issue(path, "unexpected_entry",
-                            "files at the root are not part of the forest", WARNING))
-        return None
-    try:
-        return parse_route(path)
-    except ForestError as exc:
-        issues.append(Issue(path, exc.code, exc.message))
-        return None
+class Presence:
+    """Which canonical paths exist, for the rules that look past one file: parents, links.
 
+    A full check knows every route; an incremental build asks its own
+    ``contains`` (the index's knowledge corrected by what changed), so the
+    rules read the same either way.
+    """
 
-def _routable(path: str) -> bool:
-    try:
-        parse_route(path)
-    except ForestError:
-        return False
-    return True
+    def __init__(self, contains: Callable[[str], bool]) -> None:
+        self.contains = contains
+
+    @classmethod
+    def of(cls, snap: Snapshot) -> Presence:
+        routes, unread = snap.routes, snap.unread
+        return cls(lambda path: path in routes or path in unread)
+
+    def has_target(self, target: str) -> bool:
+        """Whether a link target (a path without ``.md``) names an existing file."""
+        return self.contains(target + ".md") or (not target.endswith(".md")
+                                                and self.contains(target))
 
 
 def _check_directory(directory: str, issues: list[Issue]) -> None:

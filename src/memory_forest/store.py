@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # The layout of the index file. Bump the version when it changes: an index of another
 # version is rebuilt, never read.
-INDEX_SCHEMA_VERSION = 4
+INDEX_SCHEMA_VERSION = 5
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs (
@@ -38,19 +38,41 @@ CREATE TABLE docs (
     sha256 TEXT NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
     facts TEXT NOT NULL
 );
 CREATE INDEX docs_layer ON docs(layer_number);
+-- What every build compares with the walk, read without touching the wide rows.
+CREATE INDEX docs_stat ON docs(path, size, mtime_ns, ino);
+CREATE INDEX docs_id ON docs(doc_id) WHERE doc_id IS NOT NULL;
 CREATE VIRTUAL TABLE terms USING fts5(title, path, body, tokenize = "{tokenizer}");
-INSERT INTO meta VALUES ('schema_version', '{version}');
-"""
-_QUARANTINE = """
-CREATE TABLE IF NOT EXISTS quarantine (
-    path TEXT PRIMARY KEY,
+-- Files the last build left out: their stat, whether their path is a route, and their id
+-- when they could be read (a path that is not UTF-8 is kept as its bytes).
+CREATE TABLE quarantine (
+    path PRIMARY KEY,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
-    problems TEXT NOT NULL
-)"""
+    ino INTEGER NOT NULL,
+    routed INTEGER NOT NULL,
+    doc_id TEXT
+) WITHOUT ROWID;
+-- Every standing problem, as [path, code, message, level] JSON: 'forest' problems come from
+-- the walk and are re-derived on every build, 'names' (case collisions) when a name changed,
+-- 'file' problems file by file.
+CREATE TABLE problems (path NOT NULL, scope TEXT NOT NULL, issue TEXT NOT NULL);
+CREATE INDEX problems_path ON problems(path);
+-- Links other than the one to the parent (children are found by path), so that a file
+-- appearing or going re-checks exactly the files that link to it.
+CREATE TABLE links (target TEXT NOT NULL, source TEXT NOT NULL);
+CREATE INDEX links_target ON links(target);
+CREATE INDEX links_source ON links(source);
+CREATE TABLE events (event_id TEXT NOT NULL, path TEXT NOT NULL);
+CREATE INDEX events_id ON events(event_id);
+CREATE INDEX events_path ON events(path);
+-- Paths a writer re-described since the last build: the next build re-checks around them.
+CREATE TABLE pending (path TEXT PRIMARY KEY) WITHOUT ROWID;
+INSERT INTO meta VALUES ('schema_version', '{version}');
+"""
 
 # BM25 column weights over the ``terms`` table (title, path words, body): a title word
 # says more about a document than a body word. Tuned with the ranking (docs/benchmarks.md).
@@ -199,14 +221,8 @@ class StoredFile(NamedTuple):
 
 def file_row(con: sqlite3.Connection, path: str) -> StoredFile | None:
     row = con.execute("SELECT rowid, sha256, size, mtime_ns FROM docs WHERE path = ?",
-                      (path,)).fetchone()
+                      (_key(path),)).fetchone()
     return None if row is None else StoredFile._make(row)
-
-
-def sizes_and_mtimes(con: sqlite3.Connection) -> dict[str, tuple[int, int]]:
-    """(size, mtime_ns) of every indexed file, by path: what ``state`` compares with the disk."""
-    return {path: (size, mtime) for path, size, mtime in
-            con.execute("SELECT path, size, mtime_ns FROM docs")}
 
 
 def layer_counts(con: sqlite3.Connection) -> dict[str, int]:
@@ -254,7 +270,7 @@ def holders(con: sqlite3.Connection, layer_number: int, json_path: str,
         (layer_number,)).fetchall()
 
 
-# --- what the index says about itself, and what a build reuses ------------------------------
+# --- what the index says about itself, and what an incremental build starts from ----------
 
 
 def schema_version(con: sqlite3.Connection) -> str | None:
@@ -274,40 +290,102 @@ def built_at_ns(con: sqlite3.Connection) -> int:
     return int(built) if built else 0
 
 
+def unread(con: sqlite3.Connection) -> set[str]:
+    """Symlinks and special files at canonical paths when the index was built."""
+    import json
+
+    return set(json.loads(_meta(con, "unread") or "[]"))
+
+
+def names_digest(con: sqlite3.Connection) -> str | None:
+    return _meta(con, "names_digest")
+
+
 def _meta(con: sqlite3.Connection, key: str) -> str | None:
     row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return row[0] if row else None
 
 
-def stored_facts(con: sqlite3.Connection) -> dict[str, tuple[Facts, int, Route]]:
-    """Parse results, rowids and routes of every indexed file.
+def known_files(con: sqlite3.Connection) -> tuple[list[tuple[str, int, int, int]],
+                                                  dict[str, bool]]:
+    """What the last build accounted for, without a parse: ``(path, size, mtime_ns, ino)`` of
+    every indexed and quarantined file, sorted by path, and whether each quarantined path
+    is a route.
 
-    Routes are rebuilt from the stored columns: the paths were validated when
-    they were indexed, and re-parsing 100,000 of them would cost seconds.
+    Read on every ``index`` from a covering index, in the order the walk lists
+    files, so that a build with nothing changed is one list comparison.
     """
-    from .documents import Facts
-    from .layers import BY_DIR
-    from .routes import Route
-
-    rows = con.execute("SELECT path, facts, rowid, layer, tree, branch, leaf FROM docs")
-    stored = {}
-    for path, facts, rowid, layer, tree, branch, leaf in rows:
-        named = tree is None and layer != "01 xltm"  # life archive, daily, istm: a file name
-        name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if named else None
-        stored[path] = (Facts.loads(facts), rowid,
-                        Route(path, BY_DIR[layer], tree, branch, leaf, name))
-    return stored
+    stats = con.execute("SELECT path, size, mtime_ns, ino FROM docs INDEXED BY docs_stat "
+                        "ORDER BY path").fetchall()
+    held: dict[str, bool] = {}
+    for path, size, mtime, ino, routed in con.execute(
+            "SELECT path, size, mtime_ns, ino, routed FROM quarantine"):
+        stats.append((_text(path), size, mtime, ino))
+        held[_text(path)] = bool(routed)
+    if held:
+        stats.sort()
+    return stats, held
 
 
-def quarantined(con: sqlite3.Connection) -> list[tuple[str, int, int, str]]:
-    """Path, size, mtime and problems (JSON) of every file the last build left out."""
-    try:
-        rows = con.execute("SELECT path, size, mtime_ns, problems FROM quarantine"
-                           " ORDER BY path").fetchall()
-    except sqlite3.OperationalError:  # built before the table existed: nothing recorded
-        return []
-    return [(os.fsdecode(path) if isinstance(path, bytes) else path, *rest)
-            for path, *rest in rows]
+def pending(con: sqlite3.Connection) -> set[str]:
+    return {path for (path,) in con.execute("SELECT path FROM pending")}
+
+
+def linking_to(con: sqlite3.Connection, targets: set[str]) -> set[str]:
+    """The files holding a (non-parent) link to one of these link targets."""
+    return _lookup(con, "SELECT source FROM links WHERE target IN ({0})", targets)
+
+
+def holding_ids(con: sqlite3.Connection, ids: set[str]) -> set[str]:
+    """Indexed and quarantined files whose frontmatter id is one of these."""
+    return _lookup(con, "SELECT path FROM docs WHERE doc_id IN ({0}) UNION ALL "
+                   "SELECT path FROM quarantine WHERE doc_id IN ({0})", ids, repeat=2)
+
+
+def holding_events(con: sqlite3.Connection, event_ids: set[str]) -> set[str]:
+    """ISTM files holding one of these event ids."""
+    return _lookup(con, "SELECT path FROM events WHERE event_id IN ({0})", event_ids)
+
+
+def ids_of(con: sqlite3.Connection, paths: set[str]) -> set[str]:
+    """The frontmatter ids these files held at the last build."""
+    return _lookup(con, "SELECT doc_id FROM docs WHERE path IN ({0}) AND doc_id IS NOT NULL "
+                   "UNION ALL SELECT doc_id FROM quarantine WHERE path IN ({0}) "
+                   "AND doc_id IS NOT NULL", paths, repeat=2)
+
+
+def events_of(con: sqlite3.Connection, paths: set[str]) -> set[str]:
+    return _lookup(con, "SELECT event_id FROM events WHERE path IN ({0})", paths)
+
+
+def _lookup(con: sqlite3.Connection, sql: str, values: set[str], repeat: int = 1) -> set[str]:
+    found: set[str] = set()
+    for chunk in _chunks(sorted(values)):
+        marks = ",".join("?" * len(chunk))
+        args = [_key(v) for v in chunk]
+        found.update(_text(value) for (value,) in con.execute(sql.format(marks),
+                                                               args * repeat))
+    return found
+
+
+def _chunks(items: list[str], size: int = 400) -> list[list[str]]:
+    """Slices below SQLite's bound on parameters, even when a statement names them twice."""
+    return [items[start:start + size] for start in range(0, len(items), size)]
+
+
+def problems(con: sqlite3.Connection, scope: str | None = None) -> list[list[str]]:
+    """The problems the index holds (of one scope, 'forest' or 'file', or all), as
+    [path, code, message, level] lists."""
+    import json
+
+    rows = con.execute("SELECT issue FROM problems" + (" WHERE scope = ?" if scope else ""),
+                       (scope,) if scope else ())
+    return [json.loads(issue) for (issue,) in rows]
+
+
+def quarantined(con: sqlite3.Connection) -> list[str]:
+    """The paths the last build left out of ``docs``."""
+    return sorted(_text(path) for (path,) in con.execute("SELECT path FROM quarantine"))
 
 
 # --- writing (only index.py's builds call these) --------------------------------------------
@@ -320,8 +398,9 @@ def create(con: sqlite3.Connection) -> None:
     # A private temp file: the rename that publishes it is the commit, so no journal is needed.
     con.execute("PRAGMA journal_mode = OFF")
     con.execute("PRAGMA synchronous = OFF")
-    # Up to 256 MiB of page cache, so FTS5's segment merges stay in memory.
-    con.execute("PRAGMA cache_size = -262144")
+    # 64 MiB of page cache keeps FTS5's segment merges mostly in memory: at 100,000
+    # documents 256 MiB built no faster (25.2 s against 26.2 s) and peaked at 515 MiB, not 314.
+    con.execute("PRAGMA cache_size = -65536")
     con.executescript(_SCHEMA.format(tokenizer=TOKENIZER, version=INDEX_SCHEMA_VERSION))
 
 
@@ -330,24 +409,40 @@ def end_bulk_load(con: sqlite3.Connection) -> None:
     con.execute("PRAGMA journal_mode = DELETE")
 
 
-def insert(con: sqlite3.Connection, route: Route, facts: Facts,
-           texts: tuple[str, str, str]) -> None:
+_INSERT_DOC = ("INSERT INTO docs (rowid, path, layer, layer_number, tree, branch, leaf,"
+               " parent_path, doc_id, title, status, sha256, size, mtime_ns, ino, facts)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+_INSERT_TERMS = "INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)"
+
+# One document for ``insert_many``: its rowid, route, facts, inode and full-text columns.
+Row = tuple[int, "Route", "Facts", int, tuple[str, str, str]]
+
+
+def insert(con: sqlite3.Connection, route: Route, facts: Facts, ino: int,
+           texts: tuple[str, str, str]) -> int:
     """One document's row and its full-text row; ``texts`` are title, path words and body."""
-    cursor = con.execute(
-        "INSERT INTO docs (path, layer, layer_number, tree, branch, leaf, parent_path, doc_id,"
-        " title, status, sha256, size, mtime_ns, facts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (route.path, route.layer.dirname, route.layer.number, route.tree, route.branch,
-         route.leaf, route.parent_path, facts.id, facts.title, facts.status, facts.sha256,
-         facts.size, facts.mtime_ns, facts.dumps()),
-    )
-    con.execute("INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)",
-                (cursor.lastrowid, *texts))
+    cursor = con.execute(_INSERT_DOC, _doc_values(None, route, facts, ino))
+    con.execute(_INSERT_TERMS, (cursor.lastrowid, *texts))
+    return cursor.lastrowid
 
 
-def refresh(con: sqlite3.Connection, rowid: int, facts: Facts) -> None:
-    """Same bytes, new mtime: new metadata, the full-text row kept."""
-    con.execute("UPDATE docs SET mtime_ns = ?, facts = ? WHERE rowid = ?",
-                (facts.mtime_ns, facts.dumps(), rowid))
+def insert_many(con: sqlite3.Connection, rows: list[Row]) -> None:
+    """Documents with the rowids a full build gave them, a statement per table per batch."""
+    con.executemany(_INSERT_DOC, [_doc_values(rowid, route, facts, ino)
+                                  for rowid, route, facts, ino, _ in rows])
+    con.executemany(_INSERT_TERMS, [(rowid, *texts) for rowid, _, _, _, texts in rows])
+
+
+def _doc_values(rowid: int | None, route: Route, facts: Facts, ino: int) -> tuple:
+    return (rowid, route.path, route.layer.dirname, route.layer.number, route.tree,
+            route.branch, route.leaf, route.parent_path, facts.id, facts.title, facts.status,
+            facts.sha256, facts.size, facts.mtime_ns, ino, facts.dumps())
+
+
+def refresh(con: sqlite3.Connection, rowid: int, facts: Facts, ino: int) -> None:
+    """Same bytes, new mtime or inode: new metadata, the full-text row kept."""
+    con.execute("UPDATE docs SET mtime_ns = ?, ino = ?, facts = ? WHERE rowid = ?",
+                (facts.mtime_ns, ino, facts.dumps(), rowid))
 
 
 def delete(con: sqlite3.Connection, rowid: int) -> None:
@@ -355,28 +450,81 @@ def delete(con: sqlite3.Connection, rowid: int) -> None:
     con.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
 
 
-def ensure_quarantine(con: sqlite3.Connection) -> None:
-    """The quarantine table, in an index built before it existed too."""
-    con.execute(_QUARANTINE)
+def hold(con: sqlite3.Connection, path: str, size: int, mtime_ns: int, ino: int, routed: bool,
+         doc_id: str | None) -> None:
+    """Record a quarantined file."""
+    con.execute("INSERT OR REPLACE INTO quarantine VALUES (?, ?, ?, ?, ?, ?)",
+                (_key(path), size, mtime_ns, ino, int(routed), doc_id))
 
 
 def release(con: sqlite3.Connection, path: str) -> None:
-    """Forget a file's quarantine entry: it is about to be re-checked."""
-    con.execute("DELETE FROM quarantine WHERE path = ?", (path,))
+    """Forget a file's quarantine entry."""
+    con.execute("DELETE FROM quarantine WHERE path = ?", (_key(path),))
 
 
-def write_quarantine(con: sqlite3.Connection, held: list[tuple[str | bytes, int, int, str]]
-                     ) -> None:
-    """Replace the whole quarantine with ``held``."""
-    ensure_quarantine(con)
-    con.execute("DELETE FROM quarantine")
-    con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?)", held)
+def set_references(con: sqlite3.Connection, path: str, targets: list[str],
+                   event_ids: list[str]) -> None:
+    """Replace what a file links to (beyond its parent) and the event ids it holds."""
+    forget_references(con, path)
+    key = _key(path)
+    con.executemany("INSERT INTO links VALUES (?, ?)", [(t, key) for t in targets])
+    con.executemany("INSERT INTO events VALUES (?, ?)", [(e, key) for e in event_ids])
 
 
-def set_built(con: sqlite3.Connection, now_ns: int, reader: str) -> None:
-    """When the index was built and under which reading rules."""
+def forget_references(con: sqlite3.Connection, path: str) -> None:
+    con.execute("DELETE FROM links WHERE source = ?", (_key(path),))
+    con.execute("DELETE FROM events WHERE path = ?", (_key(path),))
+
+
+def replace_problems(con: sqlite3.Connection, paths: set[str], issues: list,
+                     names: bool) -> None:
+    """Drop the forest problems, the case collisions if ``names``, and the file problems of
+    ``paths``; then store ``issues``, ``(scope, Issue)`` pairs of those scopes."""
+    import json
+
+    con.execute("DELETE FROM problems WHERE scope = 'forest'")
+    if names:
+        con.execute("DELETE FROM problems WHERE scope = 'names'")
+    for chunk in _chunks(sorted(paths)):
+        con.execute(f"DELETE FROM problems WHERE scope = 'file' AND path IN "
+                    f"({','.join('?' * len(chunk))})", [_key(path) for path in chunk])
+    con.executemany("INSERT INTO problems VALUES (?, ?, ?)",
+                    [(_key(issue.path), scope, json.dumps(list(issue)))
+                     for scope, issue in issues if names or scope != "names"])
+
+
+def add_pending(con: sqlite3.Connection, paths: list[str]) -> None:
+    con.executemany("INSERT OR IGNORE INTO pending VALUES (?)", [(path,) for path in paths])
+
+
+def set_built(con: sqlite3.Connection, now_ns: int, reader: str, unread_paths: set[str],
+              names_digest: str) -> None:
+    """When the index was built, under which reading rules, and which paths it could not read.
+
+    The build that records this has re-checked every writer's pending path.
+    """
+    import json
+
     con.execute("INSERT OR REPLACE INTO meta VALUES ('built_at_ns', ?)", (str(now_ns),))
     con.execute("INSERT OR REPLACE INTO meta VALUES ('reader_version', ?)", (reader,))
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('unread', ?)",
+                (json.dumps(sorted(unread_paths)),))
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('names_digest', ?)", (names_digest,))
+    con.execute("DELETE FROM pending")
+
+
+def _key(path: str) -> str | bytes:
+    """A path as SQLite can store it: a name that is not UTF-8 (held by the walk as surrogate
+    escapes, which SQLite text cannot take) is kept as its raw bytes."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def _text(value: str | bytes) -> str:
+    return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
 def sqlite_features() -> dict[str, bool]:

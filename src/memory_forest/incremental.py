@@ -1,0 +1,176 @@
+"""An incremental build: work in proportion to what changed, not to the forest.
+
+A file changed when its size, mtime or inode differ from what the index
+holds (one ``lstat`` each, from the walk; nothing is read or parsed for a
+file that did not change), when its mtime is too close to the last build to
+trust, or when a writer re-described it since. The problems a change can
+affect are local, because the rules that look past one file look only at
+neighbours:
+
+- a file that appears or goes changes its children's ``parent_missing`` and
+  the ``link_unresolved`` of every file linking to it (children are found by
+  path, other linkers in the ``links`` table);
+- a file's id and event ids decide the duplicates of every holder of the
+  same values (``docs.doc_id`` and the ``events`` table);
+- names that differ only by case, and everything else the walk shows, are
+  judged whole on every build: they need no read.
+
+Those files are read again and judged with the same rules as a full build,
+against the index's knowledge of which files exist, and their stored
+problems are replaced; every other file's problems stay as the index holds
+them. A property test holds the result equal to a full build's after random
+edits, additions, deletions, renames and mode changes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import sqlite3
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import store
+from .index import (
+    RACY_WINDOW_NS,
+    READER_VERSION,
+    Refreshed,
+    _listed,
+    compare,
+    forget_file,
+    judge,
+    names_digest,
+    surveyed,
+    write_file,
+)
+from .routes import children_prefix, link_target, parent_of
+from .statefiles import index_path
+from .testhooks import crash_point
+
+if TYPE_CHECKING:
+    from .checks import Recorder
+    from .index import Progress
+    from .parsing import Parsed
+    from .safety import Entry
+    from .snapshot import Snapshot
+
+def update(root: Path, progress: Progress | None = None,
+           recorder: Recorder | None = None) -> Refreshed:
+    """Bring an existing index of this schema and reader up to date with the disk."""
+    from .checks import timed
+    from .issues import Issue
+    from .quarantine import triage
+    from .snapshot import Presence, documents
+    from .validate import casefold_collisions
+
+    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), _listed)
+    limits, entries = snap.config.limits, snap.entries
+    docs = documents(snap)
+    con = sqlite3.connect(index_path(root))
+    try:
+        stats, was_held = store.known_files(con)
+        diff = compare(stats, docs, entries)
+        parsed: dict[str, Parsed] = {}
+        unrouted = {path for path, routed in was_held.items() if not routed}
+
+        def routed(path: str) -> bool:
+            if path in parsed:
+                return parsed[path].route is not None
+            return path in entries and path not in unrouted and path not in diff.deleted
+
+        def read() -> set[str]:
+            pending = store.pending(con) & entries.keys()
+            racy = store.built_at_ns(con) - RACY_WINDOW_NS
+            changed = diff.new | diff.changed | pending | {
+                entry.path for entry in docs if entry.mtime_ns >= racy}
+            parsed.update(_parse(root, [entries[path] for path in sorted(changed)], limits))
+            appeared = diff.new | diff.deleted | pending | (snap.unread ^ store.unread(con))
+            affected = _affected(con, snap, parsed, diff.deleted, appeared, routed)
+            parsed.update(_parse(root, [entries[path] for path in sorted(affected)
+                                        if path in entries and path not in parsed], limits))
+            return affected
+
+        affected = timed(recorder, "read", read, lambda found: {"read": len(parsed)})
+        judged_files = [parsed[path] for path in sorted(affected) if path in parsed]
+        routes = {p.path: p.route for p in judged_files if p.route is not None}
+        facts = {p.path: p.facts for p in judged_files if p.facts is not None}
+        unrouted |= {p.path for p in parsed.values() if p.route is None}
+        renamed = bool(diff.new or diff.deleted) or store.names_digest(con) != names_digest(snap)
+
+        def names() -> list[Issue]:
+            if not renamed:
+                return [Issue(*row) for row in store.problems(con, "names")]
+            return casefold_collisions([*snap.dirs, *(entry.path for entry in docs
+                                                      if entry.path not in unrouted)])
+
+        present = Presence(lambda path: routed(path) or path in snap.unread)
+        judged = judge(snap, names, routes, facts, present,
+                       [issue for p in judged_files for issue in p.issues], recorder)
+        kept = [Issue(*row) for row in store.problems(con, "file") if row[0] not in affected]
+        found = triage(judged.every() + kept, snap.dirs)  # raises on a forest-level fault
+        held = {path for path in found.quarantined if path in entries and "/" in path}
+
+        def write() -> dict[str, int]:
+            # A file can enter or leave quarantine without changing (a name that now collides
+            # by case); it is read again so that its rows can move.
+            flipped = (held ^ (was_held.keys() & entries.keys())) - parsed.keys()
+            parsed.update(_parse(root, [entries[path] for path in sorted(flipped)], limits))
+            counts = {"added": 0, "changed": 0, "deleted": 0, "unchanged": 0}
+            with con:
+                for path in sorted(diff.deleted):
+                    counts["deleted"] += forget_file(con, path)
+                for path in sorted(parsed):
+                    outcome = write_file(con, parsed[path], entries[path], path in held)
+                    if outcome != "held":
+                        counts[outcome] += 1
+                store.replace_problems(con, affected, judged.scoped(), names=renamed)
+                store.set_built(con, time.time_ns(), READER_VERSION, snap.unread,
+                                names_digest(snap))
+                crash_point("indexing")  # a signal here rolls the whole update back
+            return counts
+
+        counts = timed(recorder, "index", write, dict)
+    finally:
+        con.close()
+    documents_now = len(docs) - len(held)
+    counts["unchanged"] = documents_now - counts["added"] - counts["changed"]
+    written = {"mode": "incremental", **counts, "documents": documents_now}
+    return Refreshed(found, written, lambda: {entry.path for entry in docs} - held, snap.config)
+
+
+def _parse(root, entries: list[Entry], limits: dict[str, int]) -> dict[str, Parsed]:
+    from .parsing import parse
+
+    return {parsed.path: parsed for parsed in parse(root, entries, limits, keep_text=True)}
+
+
+def _affected(con: sqlite3.Connection, snap: Snapshot, parsed: dict[str, Parsed],
+              deleted: set[str], appeared: set[str], routed) -> set[str]:
+    """The files whose problems a change can alter: the changed files, the children and
+    linkers of files that appeared or went, and every holder of an id a changed file held
+    before or holds now (and, once more, of the ids those holders hold)."""
+    affected = set(parsed) | deleted
+    listing = list(snap.entries)  # sorted by the walk
+    for path in appeared:
+        prefix = children_prefix(path)
+        if prefix is None:
+            continue
+        start = bisect.bisect_left(listing, prefix)
+        for child in listing[start:]:
+            if not child.startswith(prefix):
+                break
+            if routed(child) and parent_of(child) == path:
+                affected.add(child)
+    affected |= store.linking_to(con, {link_target(path) for path in appeared})
+    touched = set(parsed) | deleted
+    ids = store.ids_of(con, touched) | {p.facts.id for p in parsed.values()
+                                        if p.facts is not None and p.facts.id is not None}
+    events = store.events_of(con, touched) | {event for p in parsed.values()
+                                              if p.facts is not None
+                                              for event in p.facts.event_ids}
+    holders = store.holding_ids(con, ids) | store.holding_events(con, events)
+    # Files drawn in above may share an id with files outside: their groups come too.
+    drawn = (affected | holders) - touched
+    holders |= store.holding_ids(con, store.ids_of(con, drawn)) \
+        | store.holding_events(con, store.events_of(con, drawn))
+    return affected | holders

@@ -1,0 +1,265 @@
+"""An incremental build equals a full rebuild, after any sequence of changes.
+
+Each example starts from the example forest, applies a random sequence of
+edits, additions, deletions, renames, mode changes, duplicate ids, names
+that differ only by case and symlinks, and after every change compares the
+incrementally kept index (every table: documents, full text, quarantine,
+problems, references) with a full rebuild of the same files. Changed files
+get a distinct mtime an hour in the past, so the build trusts the stat of
+every file it did not see change, as it would in use: nothing is re-read
+just because it is recent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+from forestkit import render_doc, write_file
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory_forest import checks, index, operations
+from memory_forest.statefiles import index_path
+
+HOUR_NS = 3600 * 10**9
+LEAVES = "04 stm"
+
+
+class Changes:
+    """The forest under test and the changes a step can make to it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.clock = time.time_ns() - HOUR_NS
+        self.step = 0
+
+    def files(self, under: str = "", suffix: str = ".md") -> list[str]:
+        found = []
+        for folder, _, names in os.walk(self.root / under if under else self.root):
+            rel_dir = os.path.relpath(folder, self.root)
+            if rel_dir.startswith(".memory-forest"):
+                continue
+            for name in names:
+                rel = os.path.normpath(os.path.join(rel_dir, name))
+                if rel.endswith(suffix) and not os.path.islink(self.root / rel):
+                    found.append(rel)
+        return sorted(found)
+
+    def pick(self, choices: list[str], seed: int) -> str | None:
+        return choices[seed % len(choices)] if choices else None
+
+    def leaf_paths(self) -> list[str]:
+        return self.files(LEAVES)
+
+    def backdate(self) -> None:
+        """Every file changed just now gets its own mtime in the past."""
+        now = time.time_ns() - 10 * 10**9
+        for rel in self.files(suffix=""):
+            path = self.root / rel
+            if os.lstat(path).st_mtime_ns > now:
+                self.clock += 1_000_000
+                os.utime(path, ns=(self.clock, self.clock), follow_symlinks=False)
+
+    # --- the changes ----------------------------------------------------------------------
+
+    def edit(self, seed: int) -> None:
+        rel = self.pick(self.files(), seed)
+        if rel:
+            with open(self.root / rel, "a", encoding="utf-8") as handle:
+                handle.write(f"\nedited in step {self.step}\n")
+
+    def break_yaml(self, seed: int) -> None:
+        rel = self.pick(self.files("03 mtm") + self.leaf_paths(), seed)
+        if rel:
+            write_file(self.root, rel, b"---\ntitle: [unclosed\n---\n# Broken\n")
+
+    def rewrite(self, seed: int) -> None:
+        """A clean document again (a fix for whatever the file had)."""
+        rel = self.pick(self.files("02 ltm") + self.files("03 mtm") + self.leaf_paths(), seed)
+        if rel:
+            write_file(self.root, rel, render_doc(rel, f"Doc {seed}", f"body {seed}",
+                                                  f"id-{rel}"))
+
+    def bad_link(self, seed: int) -> None:
+        rel = self.pick(self.leaf_paths(), seed)
+        other = self.pick(self.leaf_paths(), seed // 7)
+        if rel and other:
+            target = other[:-3] if seed % 2 else "03 mtm/nowhere/gone"
+            with open(self.root / rel, "a", encoding="utf-8") as handle:
+                handle.write(f"\nSee [[{target}]].\n")
+
+    def add_leaf(self, seed: int) -> None:
+        branches = [p[len("03 mtm/"):-3] for p in self.files("03 mtm")] + ["orphan/none"]
+        branch = self.pick(branches, seed)
+        rel = f"{LEAVES}/{branch}/added-{self.step}.md"
+        write_file(self.root, rel, render_doc(rel, f"Added {self.step}", "new", f"new-{seed}"))
+
+    def add_branch(self, seed: int) -> None:
+        """A branch for leaves that have none (or a new one), linking down to a leaf."""
+        trees = [p[len("02 ltm/"):-len("_LTM.md")] for p in self.files("02 ltm")] + ["orphan"]
+        tree = self.pick(trees, seed)
+        branch = "none" if seed % 2 else f"branch-{self.step}"
+        rel = f"03 mtm/{tree}/{branch}.md"
+        down = self.pick(self.files(f"{LEAVES}/{tree}/{branch}"), seed)
+        body = f"- [[{down[:-3]}]]" if down else ""
+        write_file(self.root, rel, render_doc(rel, f"Branch {branch}", body, f"mtm-{seed}"))
+
+    def delete(self, seed: int) -> None:
+        rel = self.pick(self.files("02 ltm") + self.files("03 mtm") + self.leaf_paths(), seed)
+        if rel:
+            os.unlink(self.root / rel)
+
+    def rename(self, seed: int) -> None:
+        rel = self.pick(self.leaf_paths(), seed)
+        folders = sorted({p.rsplit("/", 1)[0] for p in self.leaf_paths()})
+        folder = self.pick(folders, seed // 3)
+        if rel and folder:
+            target = f"{folder}/moved-{self.step}.md"
+            if not (self.root / target).exists():
+                os.rename(self.root / rel, self.root / target)
+
+    def chmod(self, seed: int) -> None:
+        rel = self.pick(self.files(suffix=""), seed)
+        if rel:
+            path = self.root / rel
+            os.chmod(path, 0o644 if os.stat(path).st_mode & 0o777 == 0o600 else 0o600)
+
+    def duplicate_id(self, seed: int) -> None:
+        rel = self.pick(self.leaf_paths(), seed)
+        other = self.pick(self.files("03 mtm") + self.leaf_paths(), seed // 5)
+        if rel and other:
+            write_file(self.root, rel, render_doc(rel, "Twin", "same id", f"id-{other}"))
+
+    def case_twin(self, seed: int) -> None:
+        rel = self.pick(self.leaf_paths(), seed)
+        if rel:
+            folder, name = rel.rsplit("/", 1)
+            twin = f"{folder}/{name[0].upper()}{name[1:]}"
+            if twin != rel:
+                write_file(self.root, twin, render_doc(twin, "Twin", "by case", f"twin-{seed}"))
+
+    def symlink(self, seed: int) -> None:
+        """A symlink where a branch would be, or no longer."""
+        rel = f"03 mtm/kitchen/linked-{seed % 2}.md"
+        path = self.root / rel
+        if path.is_symlink():
+            path.unlink()
+        elif not path.exists():
+            os.symlink(self.root / "01 xltm/XLTM.md", path)
+            write_file(self.root, f"{LEAVES}/kitchen/linked-{seed % 2}/under.md",
+                       render_doc(f"{LEAVES}/kitchen/linked-{seed % 2}/under.md", "Under", "",
+                                  f"under-{seed}"))
+
+    def copy_events(self, seed: int) -> None:
+        """An event file copied under another day: every event id now twice."""
+        source = self.pick(self.files("06 istm", suffix=".jsonl"), seed)
+        if source:
+            shutil.copyfile(self.root / source, self.root / f"06 istm/2026-12-{seed % 28 + 1:02d}"
+                            ".jsonl")
+            os.chmod(self.root / f"06 istm/2026-12-{seed % 28 + 1:02d}.jsonl", 0o600)
+
+
+CHANGES = [name for name in vars(Changes) if not name.startswith("_")
+           and name not in ("files", "pick", "leaf_paths", "backdate")]
+
+
+def index_state(root: Path) -> dict[str, list]:
+    """Every table of the index, in an order that does not depend on how it was built."""
+    con = sqlite3.connect(f"{index_path(root).as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {
+            "docs": "SELECT path, layer, layer_number, tree, branch, leaf, parent_path, doc_id,"
+                    " title, status, sha256, size, mtime_ns, ino, facts FROM docs",
+            "terms": "SELECT d.path, t.title, t.path, t.body FROM terms t JOIN docs d"
+                     " ON d.rowid = t.rowid",
+            "orphan_terms": "SELECT rowid FROM terms WHERE rowid NOT IN (SELECT rowid FROM docs)",
+            "quarantine": "SELECT * FROM quarantine",
+            "problems": "SELECT * FROM problems",
+            "links": "SELECT * FROM links",
+            "events": "SELECT * FROM events",
+            "pending": "SELECT * FROM pending",
+            "unread": "SELECT value FROM meta WHERE key = 'unread'",
+        }
+        return {name: sorted(con.execute(sql).fetchall(), key=repr)
+                for name, sql in tables.items()}
+    finally:
+        con.close()
+
+
+def full_rebuild_state(root: Path) -> tuple[dict, dict]:
+    """A full rebuild's index and report, leaving the incremental index in place after."""
+    kept = index_path(root).with_name("kept.sqlite3")
+    shutil.copy2(index_path(root), kept)
+    try:
+        report = index.build(root, full=True)
+        return index_state(root), report
+    finally:
+        os.replace(kept, index_path(root))
+
+
+REPORTED = ("problems", "quarantined", "warnings", "documents")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(CHANGES), st.integers(0, 10_000)),
+                min_size=1, max_size=8))
+def test_incremental_index_and_problems_equal_a_full_rebuild(steps):
+    workdir = Path(tempfile.mkdtemp(prefix="mf-incremental-"))
+    try:
+        root = workdir / "forest"
+        operations.init(root, example=True)
+        changes = Changes(root)
+        changes.backdate()
+        os.utime(root / "01 xltm/XLTM.md", ns=(changes.clock, changes.clock))
+        index.build(root, full=True)
+        for number, (change, seed) in enumerate(steps):
+            changes.step = number
+            getattr(changes, change)(seed)
+            changes.backdate()
+            report = index.build(root)
+            assert report["mode"] == "incremental"
+            full_state, full_report = full_rebuild_state(root)
+            assert index_state(root) == full_state, f"after {steps[:number + 1]}"
+            assert {k: report[k] for k in REPORTED} == {k: full_report[k] for k in REPORTED}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_one_edit_reads_one_file_and_no_change_reads_none(tmp_path):
+    root = tmp_path / "forest"
+    operations.init(root, example=True)
+    changes = Changes(root)
+    changes.backdate()
+    index.build(root, full=True)
+    recorder = checks.Recorder()
+    assert index.refresh(root, recorder=recorder).written["mode"] == "incremental"
+    assert recorder.steps["read"]["read"] == 0
+    changes.edit(3)
+    changes.backdate()
+    recorder = checks.Recorder()
+    index.refresh(root, recorder=recorder)
+    assert recorder.steps["read"]["read"] == 1
+
+
+def test_a_deleted_branch_rechecks_its_leaves_and_nothing_else(tmp_path):
+    """The leaves lose their parent; the other tree's files are not read."""
+    root = tmp_path / "forest"
+    operations.init(root, example=True)
+    changes = Changes(root)
+    changes.backdate()
+    index.build(root, full=True)
+    os.unlink(root / "03 mtm/kitchen/fermentation.md")
+    recorder = checks.Recorder()
+    done = index.refresh(root, recorder=recorder)
+    leaves = {"04 stm/kitchen/fermentation/kimchi-batch-7.md",
+              "04 stm/kitchen/fermentation/zaatar-blend.md"}
+    # The branch's children and the tree that linked down to it: nothing from the greenhouse.
+    assert recorder.steps["read"]["read"] == 3
+    assert {(i.path, i.code) for i in done.triage.problems if i.level == "error"} >= {
+        (leaf, "parent_missing") for leaf in leaves}
+    assert done.triage.quarantined >= leaves
