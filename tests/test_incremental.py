@@ -158,10 +158,10 @@ class Changes:
     def copy_events(self, seed: int) -> None:
         """An event file copied under another day: every event id now twice."""
         source = self.pick(self.files("06 istm", suffix=".jsonl"), seed)
-        if source:
-            shutil.copyfile(self.root / source, self.root / f"06 istm/2026-12-{seed % 28 + 1:02d}"
-                            ".jsonl")
-            os.chmod(self.root / f"06 istm/2026-12-{seed % 28 + 1:02d}.jsonl", 0o600)
+        target = f"06 istm/2026-12-{seed % 28 + 1:02d}.jsonl"
+        if source and source != target:
+            shutil.copyfile(self.root / source, self.root / target)
+            os.chmod(self.root / target, 0o600)
 
 
 CHANGES = [name for name in vars(Changes) if not name.startswith("_")

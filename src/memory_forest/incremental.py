@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import store
-from .index import (
+from .building import (
     RACY_WINDOW_NS,
     READER_VERSION,
     Refreshed,
-    _listed,
     compare,
     forget_file,
     judge,
+    listed,
     names_digest,
     surveyed,
     write_file,
@@ -63,7 +63,7 @@ def update(root: Path, progress: Progress | None = None,
     from .snapshot import Presence, documents
     from .validate import casefold_collisions
 
-    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), _listed)
+    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), listed)
     limits, entries = snap.config.limits, snap.entries
     docs = documents(snap)
     con = sqlite3.connect(index_path(root))

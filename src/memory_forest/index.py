@@ -20,9 +20,24 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from . import store
+from .building import (
+    READER_VERSION,
+    Judged,
+    Refreshed,
+    compare,
+    forget_file,
+    full_text,
+    judge,
+    listed,
+    names_digest,
+    references,
+    refuse_forest_faults,
+    surveyed,
+    write_file,
+)
 from .errors import ForestError
 from .safety import FILE_MODE, mkdir_private
 from .statefiles import STATE_DIR, index_path, index_temp_path, state_dir
@@ -31,22 +46,12 @@ from .testhooks import crash_point
 
 if TYPE_CHECKING:
     from .checks import Recorder
-    from .config import Config, Opened
+    from .config import Opened
     from .documents import Facts
     from .issues import Issue
-    from .parsing import Parsed
     from .quarantine import Triage
     from .routes import Route
-    from .safety import Entry
-    from .snapshot import Presence, Snapshot
-
-# How files are read into facts. An index built under other reading rules (a frontmatter
-# the old rules accepted may be refused now) is rebuilt in full by the next build. Bump it
-# when documents.py reads a file differently.
-READER_VERSION = "3"
-# A file modified within this window of the last build may have changed without its
-# mtime moving (coarse timestamps); builds and writers read such files again.
-RACY_WINDOW_NS = 2_000_000_000
+    from .snapshot import Snapshot
 
 Progress = Callable[[int, int], None]
 INSERT_BATCH = 256  # documents per executemany in a full build
@@ -119,44 +124,7 @@ def _root(path: Path) -> Path:
     return open_root(path)
 
 
-class Difference(NamedTuple):
-    """How the disk differs from what the index knows, by stat alone."""
-
-    new: set[str]  # paths the index does not know
-    changed: set[str]  # known paths whose size, mtime or inode moved
-    deleted: set[str]  # known paths gone from disk
-
-
-def compare(stats: list[tuple[str, int, int, int]], documents: list[Entry],
-            entries: dict[str, Entry]) -> Difference:
-    """How ``documents`` (as the walk lists them, by path) differ from ``stats`` (the same
-    tuples as the index holds them, by path).
-
-    Both are sorted by path, so a forest with nothing changed is one list
-    comparison in C; otherwise set differences, still no Python loop per file.
-    """
-    if stats == documents:
-        return Difference(set(), set(), set())
-    on_disk, known = set(documents), set(stats)
-    fresh = {entry[0] for entry in on_disk - known}
-    stale = {row[0] for row in known - on_disk}
-    deleted = {path for path in stale if path not in entries}
-    return Difference(fresh - stale, fresh & stale, deleted)
-
-
 # --- building -------------------------------------------------------------------------------
-
-
-class Refreshed:
-    """What a build did: its triage of the problems, its counts, and the paths that should
-    now have rows (what ``maintain`` verifies the index against, worked out only then)."""
-
-    def __init__(self, triage: Triage, written: dict[str, Any],
-                 expected: Callable[[], set[str]], config: Config) -> None:
-        self.triage = triage
-        self.written = written
-        self.expected = expected
-        self.config = config
 
 
 def build(root: Path, full: bool = False, progress: Progress | None = None) -> dict[str, Any]:
@@ -198,17 +166,6 @@ def refresh(root: Path, full: bool = False, progress: Progress | None = None,
     return done
 
 
-def surveyed(root: Path, recorder: Recorder | None) -> Snapshot:
-    """The walk, with the documents per layer it found counted at once, so a run that stops
-    at a later step still reports them."""
-    from .snapshot import survey
-
-    snap = survey(root)
-    if recorder is not None:
-        recorder.counts = snap.layer_counts()
-    return snap
-
-
 def _why_not_incremental(root: Path) -> str | None:
     if not index_path(root).exists():
         return "absent"
@@ -239,8 +196,8 @@ def rebuild(root: Path, progress: Progress | None = None,
     from .snapshot import Presence
     from .validate import casefold_collisions
 
-    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), _listed)
-    _refuse_forest_faults(snap)  # a missing layer is known before anything is read
+    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), listed)
+    refuse_forest_faults(snap)  # a missing layer is known before anything is read
     if not state_dir(root).exists():
         mkdir_private(state_dir(root))
     tmp = index_temp_path(root)
@@ -334,10 +291,6 @@ def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage
     return held
 
 
-def _listed(snap: Snapshot) -> dict[str, int]:
-    return {"files": len(snap.entries)}
-
-
 def _counted(read: _Read) -> dict[str, int]:
     return {"files": read.count, "read": read.count}
 
@@ -346,140 +299,12 @@ def _held(held: set[str]) -> dict[str, int]:
     return {"quarantined": len(held)}
 
 
-class Judged(NamedTuple):
-    """A build's problems by where they come from, which is how the index keeps them."""
-
-    forest: list[Issue]  # the walk's, the config's, the layers': re-derived on every build
-    names: list[Issue]  # names that differ only by case: re-derived when a name changed
-    files: list[Issue]  # of the files judged: route, read, parse, parent, duplicates, links
-
-    def every(self) -> list[Issue]:
-        return self.forest + self.names + self.files
-
-    def scoped(self) -> list[tuple[str, Issue]]:
-        return [*(("forest", issue) for issue in self.forest),
-                *(("names", issue) for issue in self.names),
-                *(("file", issue) for issue in self.files)]
-
-
-def judge(snap: Snapshot, names: Callable[[], list[Issue]], routes: dict[str, Route],
-          facts: dict[str, Facts], present: Presence, read_issues: list[Issue],
-          recorder: Recorder | None = None) -> Judged:
-    """Judge the forest as its listing shows it and these files as they were read.
-
-    ``routes`` and ``facts`` are the files judged, ``present`` says which
-    files exist beyond them; ``names`` gives the case collisions (computed,
-    or as the index holds them when no name changed).
-    """
-    from .audit import link_issues
-    from .checks import timed
-    from .validate import document_issues, missing_layers
-
-    def validate() -> Judged:
-        return Judged(sorted(set(snap.issues + missing_layers(snap.dirs))), names(),
-                      read_issues + document_issues(facts, routes, present))
-
-    judged = timed(recorder, "validate", validate, lambda found: _graded(found.every()))
-    files = judged.files + timed(recorder, "audit",
-                                 lambda: link_issues(facts, routes, present), _graded)
-    return judged._replace(files=sorted(set(files)))
-
-
-def _graded(found: list[Issue]) -> dict[str, int]:
-    from .checks import graded
-
-    return graded(found)
-
-
-def names_digest(snap: Snapshot) -> str:
-    """A digest of the directory names: with the files that appeared or went, what tells an
-    incremental build whether any name, and so any case collision, changed."""
-    from .digest import sha256_hex
-
-    return sha256_hex("\n".join(snap.dirs).encode("utf-8", "surrogateescape"))
-
-
-def _refuse_forest_faults(snap: Snapshot) -> None:
-    """A missing layer or an unusable root stops a build before it reads a file."""
-    from .quarantine import triage
-    from .validate import missing_layers
-
-    triage(snap.issues + missing_layers(snap.dirs), snap.dirs)
-
-
-def references(route: Route, facts: Facts) -> tuple[list[str], list[str]]:
-    """What a file links to beyond its parent, and the event ids it holds: what another
-    file's change is looked up by."""
-    parent = route.parent_path
-    own = parent[:-3] if parent and parent.endswith(".md") else parent
-    return sorted({link.target for link in facts.links if link.target != own}), facts.event_ids
-
-
-def insert(con: sqlite3.Connection, parsed: Parsed, entry: Entry) -> int:
-    return store.insert(con, parsed.route, parsed.facts, entry.ino, full_text(parsed))
-
-
-def full_text(parsed: Parsed) -> tuple[str, str, str]:
-    """The title, path words and body a document is searched by."""
-    from .text import index_text
-
-    return (index_text(parsed.facts.title), index_text(_path_words(parsed.route)),
-            index_text(parsed.text))
-
-
-def _path_words(route: Route) -> str:
-    """The names in a path worth matching: tree, branch, leaf (not "04 stm" or ".md",
-    which every document shares and which would only swell the index)."""
-    parts = (route.tree, route.branch, route.leaf, route.name)
-    return " ".join(part for part in parts if part) or route.path.rsplit("/", 1)[-1][:-3]
-
-
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def write_file(con: sqlite3.Connection, parsed: Parsed, entry: Entry, held: bool) -> str:
-    """Bring one file's rows in line with its parse: a document row, or a quarantine row.
-
-    Returns what happened to its document row: ``added``, ``changed``,
-    ``unchanged`` (same bytes; metadata refreshed), ``deleted`` (it is now
-    quarantined) or ``held`` (quarantined before and still).
-    """
-    path, facts = parsed.path, parsed.facts
-    row = store.file_row(con, path)
-    if parsed.route is not None and facts is not None:
-        targets, event_ids = references(parsed.route, facts)
-        store.set_references(con, path, targets, event_ids)
-    else:
-        store.forget_references(con, path)
-    if held:
-        if row is not None:
-            store.delete(con, row.rowid)
-        store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, parsed.route is not None,
-                   facts.id if facts else None)
-        return "deleted" if row is not None else "held"
-    store.release(con, path)
-    if row is not None and row.sha256 == facts.sha256:
-        store.refresh(con, row.rowid, facts, entry.ino)
-        return "unchanged"
-    if row is not None:
-        store.delete(con, row.rowid)
-    insert(con, parsed, entry)
-    return "changed" if row is not None else "added"
-
-
-def forget_file(con: sqlite3.Connection, path: str) -> bool:
-    """A file gone from disk loses every row; True when it had a document row."""
-    row = store.file_row(con, path)
-    if row is not None:
-        store.delete(con, row.rowid)
-    store.release(con, path)
-    store.forget_references(con, path)
-    return row is not None
 
 
 def update_paths(forest: Opened | Path, paths: list[str] | set[str]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import sqlite3
 import stat
 from typing import Any
 
-from .. import index, store
+from .. import building, store
 from ..digest import sha256_hex
 from ..documents import Facts, read_facts
 from ..errors import ForestError
@@ -145,7 +145,7 @@ class View:
                               "run 'memory-forest validate ROOT'",
                               {"path": issue.path, "code": issue.code})
         found: dict[str, str] = {}
-        racy_after = self.built_at - index.RACY_WINDOW_NS
+        racy_after = self.built_at - building.RACY_WINDOW_NS
         for entry in listing.files:
             row = rows.pop(entry.path, None)
             if row is not None and (row.size, row.mtime_ns) == (entry.size, entry.mtime_ns) \
