@@ -36,6 +36,8 @@ READER_VERSION = "3"
 # mtime moving (coarse timestamps); builds and writers read such files again.
 RACY_WINDOW_NS = 2_000_000_000
 
+Progress = Callable[[int, int], None]  # (files done, files in all), for a progress bar
+
 
 class Difference(NamedTuple):
     """How the disk differs from what the index knows, by stat alone."""

@@ -48,8 +48,8 @@ from .statefiles import index_path
 from .testhooks import crash_point
 
 if TYPE_CHECKING:
+    from .building import Progress
     from .checks import Recorder
-    from .index import Progress
     from .parsing import Parsed
     from .safety import Entry
     from .snapshot import Snapshot

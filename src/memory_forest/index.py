@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ from . import store
 from .building import (
     READER_VERSION,
     Judged,
+    Progress,
     Refreshed,
     compare,
     forget_file,
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     from .routes import Route
     from .snapshot import Snapshot
 
-Progress = Callable[[int, int], None]
 INSERT_BATCH = 256  # documents per executemany in a full build
 
 
