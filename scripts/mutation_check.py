@@ -49,6 +49,20 @@ class Breakage:
 
 BREAKAGES: tuple[Breakage, ...] = (
     Breakage(
+        "an incremental build forgets the files linking to one that appeared or went",
+        "incremental.py",
+        (("    affected |= store.linking_to(con, {link_target(path) for path in appeared})\n",
+          "    affected |= set()\n"),),
+        ("tests/test_incremental.py",),
+    ),
+    Breakage(
+        "an incremental build ignores inode changes", "building.py",
+        (("    fresh = {entry[0] for entry in on_disk - known}\n",
+          "    fresh = {entry[0] for entry in on_disk - known if entry[:3] not in\n"
+          "             {row[:3] for row in known}}\n"),),
+        ("tests/test_incremental.py",),
+    ),
+    Breakage(
         "verify compares sizes only, not sha256", "retrieve.py",
         (('seen[path] = _state_of(root, path, node["sha256"], max_bytes, strict)',
           'seen[path] = _state_of(root, path, node["size"], max_bytes, strict)'),

@@ -263,3 +263,27 @@ def test_a_deleted_branch_rechecks_its_leaves_and_nothing_else(tmp_path):
     assert {(i.path, i.code) for i in done.triage.problems if i.level == "error"} >= {
         (leaf, "parent_missing") for leaf in leaves}
     assert done.triage.quarantined >= leaves
+
+
+def test_a_file_replaced_with_its_old_size_and_mtime_is_seen_by_its_inode(tmp_path):
+    """A sync tool that restores mtimes (rsync -t) can swap a file for one of the same size
+    and mtime: only the inode tells, and the build must read it."""
+    root = tmp_path / "forest"
+    operations.init(root, example=True)
+    changes = Changes(root)
+    changes.backdate()
+    index.build(root, full=True)
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    path = root / rel
+    old = path.read_bytes()
+    st = os.stat(path)
+    new = old.replace(b"kimchi", b"kimcha", 1)
+    assert new != old and len(new) == len(old)
+    write_file(root, rel + ".new", new)
+    os.utime(root / (rel + ".new"), ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(root / (rel + ".new"), path)
+    assert os.stat(path).st_ino != st.st_ino and os.stat(path).st_mtime_ns == st.st_mtime_ns
+    report = index.build(root)
+    assert (report["mode"], report["changed"]) == ("incremental", 1)
+    full_state, _ = full_rebuild_state(root)
+    assert index_state(root) == full_state
