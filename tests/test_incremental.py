@@ -230,12 +230,18 @@ def test_incremental_index_and_problems_equal_a_full_rebuild(steps):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def test_one_edit_reads_one_file_and_no_change_reads_none(tmp_path):
+def _indexed_example(tmp_path: Path) -> tuple[Path, Changes]:
+    """The example forest, its files an hour old, fully indexed."""
     root = tmp_path / "forest"
     operations.init(root, example=True)
     changes = Changes(root)
     changes.backdate()
     index.build(root, full=True)
+    return root, changes
+
+
+def test_one_edit_reads_one_file_and_no_change_reads_none(tmp_path):
+    root, changes = _indexed_example(tmp_path)
     recorder = checks.Recorder()
     assert index.refresh(root, recorder=recorder).written["mode"] == "incremental"
     assert recorder.steps["read"]["read"] == 0
@@ -248,11 +254,7 @@ def test_one_edit_reads_one_file_and_no_change_reads_none(tmp_path):
 
 def test_a_deleted_branch_rechecks_its_leaves_and_nothing_else(tmp_path):
     """The leaves lose their parent; the other tree's files are not read."""
-    root = tmp_path / "forest"
-    operations.init(root, example=True)
-    changes = Changes(root)
-    changes.backdate()
-    index.build(root, full=True)
+    root, changes = _indexed_example(tmp_path)
     os.unlink(root / "03 mtm/kitchen/fermentation.md")
     recorder = checks.Recorder()
     done = index.refresh(root, recorder=recorder)
@@ -268,11 +270,7 @@ def test_a_deleted_branch_rechecks_its_leaves_and_nothing_else(tmp_path):
 def test_a_file_replaced_with_its_old_size_and_mtime_is_seen_by_its_inode(tmp_path):
     """A sync tool that restores mtimes (rsync -t) can swap a file for one of the same size
     and mtime: only the inode tells, and the build must read it."""
-    root = tmp_path / "forest"
-    operations.init(root, example=True)
-    changes = Changes(root)
-    changes.backdate()
-    index.build(root, full=True)
+    root, changes = _indexed_example(tmp_path)
     rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
     path = root / rel
     old = path.read_bytes()

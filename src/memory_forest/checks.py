@@ -1,8 +1,8 @@
 """The check of a whole forest: scan it, validate it, audit it; then triage it for indexing.
 
-``validate`` and ``audit`` report what ``check`` finds; ``index`` (full and
-incremental), ``browse`` and ``maintain`` build on the same call, so every
-command judges a forest by the same steps in the same order.
+``validate``, ``audit`` and ``browse`` report what ``check`` finds. Index
+builds run the same rules in the same order (``building.judge``), over the
+whole forest or over the files a change can affect.
 (``writers/check.py`` applies the same rules to the neighbourhood of a staged
 write instead of the whole forest.)
 
