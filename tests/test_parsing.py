@@ -228,6 +228,21 @@ def test_a_process_with_threads_reads_its_files_itself(tmp_path: Path) -> None:
         other.join()
 
 
+def _wait_until_started(pid: int) -> None:
+    """Until the worker's start-up has run: it ignores SIGINT from then on (Linux's
+    /proc says so), so a signal sent now meets the worker's handlers, not the caller's."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            ignored = next(line for line in status if line.startswith("SigIgn:"))
+        if int(ignored.split()[1], 16) & (1 << (signal.SIGINT - 1)):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the worker never finished starting")
+
+
 def test_interrupt_signals_in_workers_are_the_callers_business(tmp_path: Path) -> None:
     root, entries = _hostile_forest(tmp_path)
     previous = signal.getsignal(signal.SIGTERM)
@@ -240,6 +255,7 @@ def test_interrupt_signals_in_workers_are_the_callers_business(tmp_path: Path) -
         # Many more files than the chunks in flight: work is left when the worker ends.
         records = _started(parse(root, entries * 20, LIMITS, True, pool=True))
         workers = multiprocessing.active_children()
+        _wait_until_started(workers[0].pid)
         os.kill(workers[0].pid, signal.SIGTERM)  # the default action: the worker just ends
         workers[0].join(10)
         assert workers[0].exitcode == -signal.SIGTERM
