@@ -190,7 +190,7 @@ def _pooled(root: Path, reads: list[Entry], limits: dict[str, int], keep_text: b
         pending: deque = deque()
         window = workers * IN_FLIGHT_PER_WORKER
         for chunk in chunks:
-            pending.append(executor.submit(_read_chunk, chunk))
+            pending.append(_submit(executor, chunk))
             if len(pending) >= window:
                 yield from _unpacked(pending.popleft().result())
         while pending:
@@ -200,6 +200,23 @@ def _pooled(root: Path, reads: list[Entry], limits: dict[str, int], keep_text: b
         # drop the chunks not started, let the running ones finish (milliseconds), and
         # join every worker before returning.
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+# The stop signals are held while the pool forks and is fed: a signal that landed inside a
+# fork or an executor's bookkeeping could leave a worker running the caller's handler, or
+# the pool half started. Held, it lands a moment later, between two chunks.
+_HELD = ("SIGTERM", "SIGHUP", "SIGINT")
+
+
+def _submit(executor, chunk: list[Entry]):
+    import signal
+
+    held = {getattr(signal, name) for name in _HELD}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        return executor.submit(_read_chunk, chunk)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 _worker_args: tuple[Path, dict[str, int], bool] | None = None
@@ -214,6 +231,8 @@ def _start_worker(root: str, limits: dict[str, int], keep_text: bool, caller: in
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     _end_with(caller)
     _worker_args = (Path(root), limits, keep_text)
+    # Forked while the caller held the stop signals: take them now that our handlers are set.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, name) for name in _HELD})
 
 
 def _end_with(caller: int) -> None:
