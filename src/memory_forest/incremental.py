@@ -60,12 +60,12 @@ def update(root: Path, progress: Progress | None = None,
     from .checks import timed
     from .issues import Issue
     from .quarantine import triage
-    from .snapshot import Presence, documents
+    from .snapshot import Presence
     from .validate import casefold_collisions
 
     snap = timed(recorder, "scan", lambda: surveyed(root, recorder), listed)
     limits, entries = snap.config.limits, snap.entries
-    docs = documents(snap)
+    docs = snap.documents
     con = sqlite3.connect(index_path(root))
     try:
         stats, was_held = store.known_files(con)

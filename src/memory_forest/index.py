@@ -96,7 +96,7 @@ def _refuse_symlinks(root: Path, path: Path) -> None:
 
 def state(forest: Opened | Path) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
-    from .snapshot import documents, survey
+    from .snapshot import survey
 
     root = forest.root if hasattr(type(forest), "config") else _root(forest)
     if not index_path(root).exists():
@@ -109,7 +109,7 @@ def state(forest: Opened | Path) -> dict[str, Any]:
         stats, held = store.known_files(con)
     con.close()
     snap = survey(forest)  # read only now: an absent index needs no config
-    diff = compare(stats, documents(snap), snap.entries)
+    diff = compare(stats, snap.documents, snap.entries)
     counts = {"documents": len(stats) - len(held), "quarantined": len(held)}
     if diff.new or diff.changed or diff.deleted:
         return {"state": "stale", "changed": len(diff.new) + len(diff.changed),
@@ -242,9 +242,8 @@ class _Read:
 
 def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None) -> _Read:
     from .parsing import parse
-    from .snapshot import documents
 
-    entries = documents(snap)
+    entries = snap.documents
     read = _Read(len(entries))
     records = parse(snap.root, entries, snap.config.limits, keep_text=True)
     batch: list[store.Row] = []

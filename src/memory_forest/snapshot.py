@@ -79,18 +79,13 @@ def survey(forest: Opened | str | Path) -> Snapshot:
     return snap
 
 
-def documents(snap: Snapshot) -> list[Entry]:
-    """The listed files that may be documents: everything but root files and derived state."""
-    return snap.documents
-
-
 def scan(forest: Opened | str | Path) -> Snapshot:
     """``survey``, then read and parse every document (route and read problems join
     ``issues``; on a pool of processes when there are many)."""
     from .parsing import parse
 
     snap = survey(forest)
-    parsed = parse(snap.root, documents(snap), snap.config.limits)
+    parsed = parse(snap.root, snap.documents, snap.config.limits)
     try:
         for found in parsed:
             snap.issues.extend(found.issues)
