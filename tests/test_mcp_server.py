@@ -99,7 +99,9 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(forest, tmp_pat
             {"events", "transaction_id", "wait"}
         assert set(tools["remember"]["inputSchema"]["properties"]) == \
             {"tree", "branch", "leaf", "title", "content", "source", "tree_title",
-             "branch_title", "tag", "transaction_id", "wait"}
+             "branch_title", "tag", "append", "dry_run", "transaction_id", "wait"}
+        # Placement is the tool's to choose: only the fact itself is required.
+        assert tools["remember"]["inputSchema"]["required"] == ["content"]
         for writer in ("capture", "remember"):
             assert tools[writer]["annotations"]["readOnlyHint"] is False
             assert tools[writer]["annotations"]["destructiveHint"] is False
