@@ -285,6 +285,27 @@ def test_remember_then_retrieve_route_and_open_find_the_new_leaf(forest, tmp_pat
     assert "Zymurgicsentinel" not in log and "5 percent" not in log
 
 
+def test_remember_without_placement_files_the_fact_and_says_where(forest, tmp_path):
+    async def scenario(client: Session) -> None:
+        fact = "Kimchi batch 8 started with less salt."
+        before = canonical_state(forest)
+        preview = await client.call("remember", {"content": fact, "dry_run": True})
+        assert preview["dry_run"] is True and canonical_state(forest) == before
+        done = await client.call("remember", {"content": fact, "source": "test-agent"})
+        assert done["path"] == preview["path"] == done["placement"]["path"]
+        assert done["path"].startswith("04 stm/kitchen/fermentation/kimchi-batch-8")
+        assert done["placement"]["reason"]["branch"] == "03 mtm/kitchen/fermentation.md"
+        found = await client.call("route", {"query": "kimchi batch 8 started"})
+        assert found["results"][0]["path"] == done["path"]
+        inbox = await client.call("remember", {"content": "Boiler service on 9 December."})
+        assert inbox["placement"]["action"] == "inbox"
+        assert inbox["path"].startswith("04 stm/inbox/inbox/")
+        error = await client.error("remember", {"content": "x", "tree": "kitchen"})
+        assert error["code"] == "placement_incomplete"
+
+    serve(forest, scenario, tmp_path / "stderr.log")
+
+
 def test_capture_lands_in_istm_once_and_retries_are_idempotent(forest, tmp_path):
     events = [{"event_id": "evt-mcp-1", "observed_at": "2026-11-30T08:00:00+01:00",
                "source": "test-agent", "kind": "note",
