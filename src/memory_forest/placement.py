@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -106,16 +107,15 @@ def place(forest: Forest, text: str, *, append: bool = False,
         "thresholds": thresholds,
     }
     named = title or _first_words(text)
-    if reason["rule"] != "confident":
+    if best is None or reason["rule"] != "confident":
         leaf = _unique_leaf(forest, con, INBOX_TREE, INBOX_BRANCH, named)
         return Placement(INBOX_TREE, INBOX_BRANCH, leaf, named,
                          stm_path(INBOX_TREE, INBOX_BRANCH, leaf), "inbox",
                          best.score if best else 0.0, reason)
-    assert best is not None
     if append and best.leaf is not None:
         leaf_path, leaf_score = best.leaf
         leaf = leaf_path.rsplit("/", 1)[1][:-3]
-        reason.update(leaf=leaf_path, leaf_score=leaf_score)
+        reason.update(leaf=leaf_path, leaf_score=round(leaf_score, 4))
         return Placement(best.tree, best.branch, leaf, named, leaf_path, "append", best.score,
                          reason)
     if append:
@@ -139,7 +139,7 @@ class _Branch:
     score: float = 0.0
 
 
-def _branches(con: Any, terms: list[str]) -> list[_Branch]:
+def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
     """Candidate branches, best first: active, indexed, outside the inbox, with evidence."""
     found: dict[str, _Branch] = {}
     for path, (row, score) in evidence(con, terms, CANDIDATE_DEPTH).items():
@@ -167,7 +167,7 @@ def _branches(con: Any, terms: list[str]) -> list[_Branch]:
     return ranked
 
 
-def _matched(con: Any, terms: list[str], branch: _Branch) -> list[str]:
+def _matched(con: sqlite3.Connection, terms: list[str], branch: _Branch) -> list[str]:
     """The terms the branch's subtree holds: the branch document and its active leaves."""
     leaves = store.children(con, branch.path, children_prefix(branch.path) or "")
     rowids = [branch.rowid, *(row.rowid for row in leaves if row.status not in INACTIVE)]
@@ -216,7 +216,8 @@ def slug(text: str) -> str:
     return unicodedata.normalize("NFC", name) or "note"
 
 
-def _unique_leaf(forest: Forest, con: Any, tree: str, branch: str, named: str) -> str:
+def _unique_leaf(forest: Forest, con: sqlite3.Connection, tree: str, branch: str,
+                 named: str) -> str:
     """``slug(named)``, or with ``-2``, ``-3``... when the branch already has a leaf of that
     name (case folded, on disk or in the index)."""
     branch_path = mtm_path(tree, branch)

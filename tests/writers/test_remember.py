@@ -370,6 +370,9 @@ def test_a_secret_never_names_a_placed_leaf(example_forest):
     assert secret not in out["path"] and secret not in json.dumps(out)
     assert out["placement"]["title"].startswith("[REDACTED:api_key]")
     assert secret not in (example_forest / out["path"]).read_text(encoding="utf-8")
+    titled = remember(example_forest, content="Boiler portal.", title=f"Key {secret}")
+    assert titled["path"] == "04 stm/inbox/inbox/key-redacted-api-key.md"
+    assert facts(example_forest, titled["path"]).title == "Key [REDACTED:api_key]"
 
 
 def test_placed_results_validate_against_the_published_model(example_forest):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..forest import Forest
-from ..placement import INBOX_BRANCH, INBOX_TREE, place
+from ..placement import INBOX_BRANCH, INBOX_TREE, Placement, place
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents
 from .capture import check_event, stage_events
@@ -127,8 +127,7 @@ def remember(forest: Forest | str | Path, tree: str | None = None, branch: str |
         placement = None
         where, leaf_title = fixed, title
         if where is None:  # placed under the lock, against the index this write updates
-            placement = place(stage.view.forest, redact_text(content, {}), append=append,
-                              title=title)
+            placement = _place(stage.view.forest, content, append, title)
             where = {"tree": placement.tree, "branch": placement.branch,
                      "leaf": placement.leaf}
             if placement.action != "append":
@@ -155,6 +154,13 @@ def remember(forest: Forest | str | Path, tree: str | None = None, branch: str |
                               else placement.as_dict()})
 
     return transact(forest, "remember", request, transaction_id, prepare, wait)
+
+
+def _place(forest: Forest, content: str, append: bool, title: str | None) -> Placement:
+    """``place`` over the text as it will be stored: a leaf's name is never redacted, so it is
+    made from the redacted fact and title."""
+    return place(forest, redact_text(content, {}), append=append,
+                 title=None if title is None else redact_text(title, {}))
 
 
 def _parent_titles(where: dict[str, str], named: dict[str, tuple[str, Counts]],
@@ -184,7 +190,7 @@ def _preview(forest: Forest | str | Path, content: str, fixed: dict[str, str] | 
 
     with opened(forest) as forest:
         if fixed is None:
-            placement = place(forest, redact_text(content, {}), append=append, title=title)
+            placement = _place(forest, content, append, title)
             path, exists = placement.path, placement.action == "append"
         else:
             placement = None
