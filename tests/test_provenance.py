@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, check, issues_of, run_cli, write
 
-from memory_forest import chain, gate, operations, retrieve
+from memory_forest import chain, gate, operations, retrieve, testhooks
 from memory_forest.writers import capture
 
 SHARD = "06 istm/2026-11-28.jsonl"
@@ -265,3 +266,24 @@ def test_a_fully_chained_forest_reports_no_unchained_events(example_forest):
     report = operations.doctor(example_forest)["istm"]
     assert (report["events"], report["chained"], report["unchained"]) == (6, 6, 0)
     assert "unchained" not in run_cli("doctor", example_forest).stdout
+
+
+def test_a_broken_chain_does_not_hold_a_corrupt_journal_in_place(example):
+    """Set-aside needs a forest that passes audit, since a lost journal shows as broken
+    links; no lost journal breaks a chain, and no edit mends one, so chains do not count."""
+    env = {key: value for key, value in os.environ.items() if key != testhooks.CRASH_ENV}
+    remember = [sys.executable, "-m", "memory_forest", "remember", str(example), "--tree",
+                "kitchen", "--branch", "pickles", "--leaf", "dill", "--content", "Brine 5%."]
+    killed = subprocess.run(remember, env={**env, testhooks.CRASH_ENV: "journaled"},
+                            capture_output=True, timeout=60, check=False)
+    assert killed.returncode == -9
+    manifest = example / ".memory-forest/journal/manifest.json"
+    manifest.write_bytes(manifest.read_bytes()[:-40])  # torn: the journal cannot be recovered
+    assert run_cli("unlock", example, "--stale").code == 0
+    lines = shard_lines(example, SHARD)
+    set_lines(example, SHARD, [lines[0].replace(b"1.2 bar", b"2.1 bar"), *lines[1:]])
+    assert {code for _, code in issues_of(check(example, "audit"))} == \
+        {"istm_chain_broken", "istm_sha256_mismatch"}
+    repaired = run_cli("doctor", example, "--repair", "--set-aside-journal", "--json")
+    assert repaired.code == 0, repaired.stdout
+    assert repaired.json()["repair"]["journal"]["action"] == "set_aside"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from . import chain
 from .digest import sha256_hex
@@ -83,7 +84,7 @@ def _check_file(path: str, data: bytes, expected: str | None, after: str | None,
     return previous if previous_number is not None else None
 
 
-def _record(line: bytes) -> dict | None:
+def _record(line: bytes) -> dict[str, Any] | None:
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):
