@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # How files are read into facts. An index built under other reading rules (a frontmatter
 # the old rules accepted may be refused now) is rebuilt in full by the next build. Bump it
 # when documents.py reads a file differently.
-READER_VERSION = "3"
+READER_VERSION = "4"
 # A file modified within this window of the last build may have changed without its
 # mtime moving (coarse timestamps); builds and writers read such files again.
 RACY_WINDOW_NS = 2_000_000_000

@@ -45,6 +45,12 @@ class Facts:
     links: list[Link] = field(default_factory=list)
     event_ids: list[str] = field(default_factory=list)  # ISTM only
     anchors: list[str] = field(default_factory=list)  # ## headings: Daily entry ids
+    # What this document cites as its provenance: canonical pointers ``<path>#<anchor>``
+    # (or a bare path) from frontmatter ``sources`` and, in a Daily record, the entries'
+    # ``Sources:`` lines. Free-text sources ("a call with Ana") are not pointers.
+    sources: list[str] = field(default_factory=list)
+    updated: str | None = None  # frontmatter ``updated`` as written, when it is a timestamp
+    superseded_by: str | None = None  # the first successor a superseded record names
     issues: list[Issue] = field(default_factory=list)  # problems local to this file
 
     @staticmethod
@@ -54,13 +60,13 @@ class Facts:
 
     def dumps(self) -> str:
         """What the index keeps beyond its columns: the lists a writer looks files up by
-        (links, event ids, anchors), as positional JSON (arrays decode faster than
+        (links, event ids, anchors, sources), as positional JSON (arrays decode faster than
         objects). Path, stat, hash, title, id and status are columns; problems have
         their own table."""
         return json.dumps([getattr(self, name) for name in STORED_FIELDS], ensure_ascii=False)
 
 
-STORED_FIELDS = ("links", "event_ids", "anchors")
+STORED_FIELDS = ("links", "event_ids", "anchors", "sources")
 
 
 def read_facts(route: Route, raw: bytes, mtime_ns: int, max_links: int) -> tuple[Facts, str]:
@@ -136,6 +142,10 @@ def _read_markdown(facts: Facts, text: str, max_links: int) -> str:
         links = links[:max_links]
     facts.links = links
     facts.anchors = anchors
+    facts.sources = _pointers(meta.get("sources"))
+    if facts.path.startswith("05 daily/"):
+        facts.sources += [pointer for pointer in _daily_sources(body)
+                          if pointer not in facts.sources]
     title = meta.get("title")
     facts.title = (title.strip() if isinstance(title, str) and title.strip() else None) or \
         heading or _stem(path)
@@ -164,12 +174,42 @@ def _check_frontmatter(facts: Facts, meta: dict[str, Any]) -> None:
     for key in ("created", "updated"):
         if key in meta and not _is_timestamp(meta[key]):
             bad(key, "must be an RFC 3339 timestamp")
+    updated = meta.get("updated")
+    if _is_timestamp(updated):
+        facts.updated = updated.isoformat() if isinstance(updated, dt.date) else updated
     for key in ("sources", "tags", "supersedes"):
         value = meta.get(key)
         if value is not None and not (isinstance(value, str) or _is_str_list(value)):
             bad(key, "must be a string or a list of strings")
-    if "superseded_by" in meta and not isinstance(meta["superseded_by"], str | list):
+    successor = meta.get("superseded_by")
+    if successor is not None and not isinstance(successor, str | list):
         bad("superseded_by", "must be a string or a list of strings")
+    successors = [successor] if isinstance(successor, str) else \
+        successor if isinstance(successor, list) else []
+    facts.superseded_by = next((one for one in successors if isinstance(one, str) and one),
+                               None)
+
+
+def _pointers(value: Any) -> list[str]:
+    """The canonical pointers among frontmatter ``sources``: strings that start with a layer
+    directory (``06 istm/2026-12-01.jsonl#evt-...``); anything else is free text."""
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    found: list[str] = []
+    for item in items:
+        if isinstance(item, str) and _POINTER.match(item) and item not in found:
+            found.append(item)
+    return found
+
+
+_POINTER = re.compile(r"0[0-6] [a-z_]+/")
+_SOURCES_LINE = re.compile(r"^Sources: (.*)$", re.MULTILINE)
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _daily_sources(body: str) -> list[str]:
+    """The pointers on a Daily record's ``Sources:`` lines, each in backticks."""
+    return [span for line in _SOURCES_LINE.findall(body) for span in _CODE_SPAN.findall(line)
+            if _POINTER.match(span)]
 
 
 def _is_str_list(value: Any) -> bool:
