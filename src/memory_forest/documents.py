@@ -20,6 +20,7 @@ from .issues import WARNING, Issue
 from .jsonio import StrictJSONError, loads_strict
 from .routes import Route
 from .safe_yaml import FrontmatterError, load_yaml
+from .stamps import utc_stamp
 
 STATUSES = ("active", "superseded", "archived")
 ISTM_REQUIRED = ("event_id", "observed_at", "captured_at", "source", "kind", "payload")
@@ -105,27 +106,6 @@ def read_document(route: Route, raw: bytes, mtime_ns: int,
         return facts, _read_istm(facts, text, fragments), fragments
     searchable = _read_markdown(facts, text, max_links, fragments)
     return facts, searchable, fragments
-
-
-def utc_stamp(value: Any) -> str | None:
-    """A date or timestamp as RFC 3339 UTC to the second (``2026-11-28T09:00:00Z``).
-
-    One spelling for every time the index keeps, so that times compare as
-    strings; a time without a zone is taken as UTC, a date as its midnight.
-    None for anything that is not a date or timestamp.
-    """
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        value = dt.datetime(value.year, value.month, value.day)
-    if not isinstance(value, dt.datetime):
-        return None
-    if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc)
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _stem(path: str) -> str:

@@ -3,8 +3,9 @@
 ``parse`` turns walk entries into one ``Parsed`` record each, in the order
 given: the file's route (or ``None`` with the issue that says why it is not
 a canonical file), its ``Facts``, searchable text and fragments (the events and
-entries of a source file; or ``None`` with the read's issue). A file's own problems (UTF-8, frontmatter, ISTM lines) stay
-inside its facts, as ``documents.read_facts`` puts them.
+entries of a source file; or ``None`` with the read's issue). A file's own
+problems (UTF-8, frontmatter, ISTM lines) stay inside its facts, as
+``documents.read_facts`` puts them.
 
 Reading and parsing cost about 0.3 ms a file, most of it YAML; SQLite's
 inserts and the whole-forest checks cannot move to another process, this can.

@@ -556,7 +556,7 @@ def _insert_fragments(con: sqlite3.Connection,
 
 
 def _doc_values(rowid: int | None, route: Route, facts: Facts, ino: int) -> tuple:
-    from .documents import utc_stamp
+    from .stamps import utc_stamp
 
     return (rowid, route.path, route.layer.dirname, route.layer.number, route.tree,
             route.branch, route.leaf, route.parent_path, facts.id, facts.title, facts.status,
