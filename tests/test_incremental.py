@@ -2,10 +2,11 @@
 
 Each example starts from the example forest, applies a random sequence of
 edits, additions, deletions, renames, mode changes, duplicate ids, names
-that differ only by case and symlinks, and after every change compares the
-incrementally kept index (every table: documents, full text, quarantine,
-problems, references, fragments and their full text, citations) with a full rebuild of the same files. Changed files
-get a distinct mtime an hour in the past, so the build trusts the stat of
+that differ only by case, symlinks, captures, Daily entries and citations,
+and after every change compares the incrementally kept index (every table:
+documents, full text, quarantine, problems, references, fragments and their
+full text, citations, and the unfiled list) with a full rebuild of the same
+files. Changed files get a distinct mtime an hour in the past, so the build trusts the stat of
 every file it did not see change, as it would in use: nothing is re-read
 just because it is recent.
 """

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import raises_code
 
 from memory_forest import gate, index, retrieve, schemas, store

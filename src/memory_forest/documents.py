@@ -250,6 +250,8 @@ def _daily_entries(path: str, body: str, anchors: list[str]) -> list[Fragment]:
 
     Sections are cut at the headings the scan found, in their order, so a
     ``## `` line inside a code block (not a heading to the scan) never cuts one.
+    An entry's ``Sources:`` line is provenance, not what it says: it is left
+    out of the entry's text.
     """
     if not anchors:
         return []
@@ -268,7 +270,7 @@ def _daily_entries(path: str, body: str, anchors: list[str]) -> list[Fragment]:
                     found.append(Fragment("entry", anchor, observed, "\n".join(lines).strip()))
                 anchor, lines, expected = expected, [], next(wanted, None)
                 continue
-        if anchor is not None:
+        if anchor is not None and not line.startswith("Sources: "):
             lines.append(line)
     if anchor:
         found.append(Fragment("entry", anchor, observed, "\n".join(lines).strip()))

@@ -9,13 +9,15 @@ and bodies are always the file's current bytes. With ``strict`` a changed
 file fails closed with ``index_stale`` instead.
 
 Kept light on purpose: this module runs in a fresh process on every agent
-turn, so it imports only sqlite3, hashlib (through ``digest``) and the text analyzer.
+turn, so it imports only sqlite3, hashlib (through ``digest``), datetime (through
+``stamps``, already loaded by then) and the text analyzer.
 The scoring primitives live in ``ranking``; each call runs on one ``Forest``
 (one root check, one config, one index connection).
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -83,6 +85,12 @@ def _layers(names: list[str] | None) -> tuple[int, ...]:
     return tuple(sorted(set(numbers)))
 
 
+# What --since/--until take: an RFC 3339 date, or a date and time with an optional zone
+# (Python's ISO parser alone would also take week dates and basic formats).
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                      r"(?:[Zz]|[+-]\d{2}:\d{2})?)?\Z")
+
+
 def _checked_time(value: str | None, name: str, end_of_day: bool = False) -> str | None:
     """A ``since``/``until`` bound as the index spells times (RFC 3339 UTC, to the second).
 
@@ -92,7 +100,7 @@ def _checked_time(value: str | None, name: str, end_of_day: bool = False) -> str
     if value is None:
         return None
     text = value.strip() if isinstance(value, str) else ""
-    stamp = utc_stamp(text) if text[:4].isdigit() else None
+    stamp = utc_stamp(text) if _RFC3339.match(text) else None
     if stamp is None:
         raise usage_error("time_invalid", f"{name} must be an RFC 3339 date or timestamp, "
                           "e.g. 2026-11-28 or 2026-11-28T09:00:00Z", param=name)
@@ -378,8 +386,7 @@ def _fill_nodes(con: sqlite3.Connection, trails: list[_Trail]) -> None:
         stamp = _stamp(row)
         nodes[row.path] = {**node_of(row), "updated": stamp, "age_days": _age_days(stamp, now),
                            "superseded_by": row.superseded_by,
-                           "superseded_by_path": min(holders.get(row.superseded_by) or [None],
-                                                     key=lambda p: p or "")}
+                           "superseded_by_path": min(holders.get(row.superseded_by, [None]))}
     for trail in trails:
         trail.nodes = [nodes[path] for path in trail.paths if path in nodes]
 
