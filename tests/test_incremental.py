@@ -6,9 +6,9 @@ that differ only by case, symlinks, captures, Daily entries and citations,
 and after every change compares the incrementally kept index (every table:
 documents, full text, quarantine, problems, references, fragments and their
 full text, citations, and the unfiled list) with a full rebuild of the same
-files. Changed files get a distinct mtime an hour in the past, so the build trusts the stat of
-every file it did not see change, as it would in use: nothing is re-read
-just because it is recent.
+files. Changed files get a distinct mtime an hour in the past, so the build
+trusts the stat of every file it did not see change, as it would in use:
+nothing is re-read just because it is recent.
 """
 
 from __future__ import annotations
