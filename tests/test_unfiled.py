@@ -13,6 +13,7 @@ from pathlib import Path
 from conftest import raises_code
 
 from memory_forest import gate, index, retrieve, schemas, store
+from memory_forest.documents import split_frontmatter
 from memory_forest.writers.capture import capture_events, inline_events
 from memory_forest.writers.daily import apply_daily
 from memory_forest.writers.promote import promote
@@ -186,12 +187,14 @@ def test_unfiled_captures_are_bounded(example):
 
 
 
-def cite_from(root: Path, rel: str, pointer: str) -> None:
-    """Add ``pointer`` to the frontmatter ``sources`` of an existing document."""
+def cite_from(root: Path, rel: str, *pointers: str) -> None:
+    """Add ``pointers`` to the frontmatter ``sources`` of an existing document."""
     path = root / rel
-    text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace("\n---\n", f"\nsources:\n  - {json.dumps(pointer)}\n---\n", 1),
-                    encoding="utf-8")
+    meta, body, _ = split_frontmatter(path.read_text(encoding="utf-8"))
+    sources = meta.get("sources", [])
+    meta["sources"] = [*([sources] if isinstance(sources, str) else sources), *pointers]
+    # JSON is YAML: one flow mapping keeps every other field as it was.
+    path.write_text(f"---\n{json.dumps(meta, default=str)}\n---\n{body}", encoding="utf-8")
 
 
 def test_only_the_layers_that_promote_a_capture_file_it(example):
@@ -210,3 +213,18 @@ def test_only_the_layers_that_promote_a_capture_file_it(example):
     cite_from(example, "04 stm/greenhouse/irrigation/tomato-leaf-spots.md", event)
     index.build(example)
     assert store_unfiled(example) == []
+
+
+def test_an_unfiled_capture_behind_many_filed_better_matches_is_found(example):
+    """The best matches are ranked first and judged after: when all of them are filed, the
+    search looks further down rather than answering nothing."""
+    strong = capture_events(example, inline_events([
+        {"observed_at": "2026-12-01T08:00:00Z", "source": "t", "kind": "note",
+         "payload": {"text": f"boiler boiler boiler {n}"}} for n in range(30)]))
+    weak = capture(example, "the boiler, among many other words about the heating and the "
+                            "cellar and the pipes and the tank")
+    leaf = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    cite_from(example, leaf, *(f"{strong['shard']}#{event_id}" for event_id in strong["event_ids"]))
+    index.build(example)
+    found = unfiled_of(example, "boiler")
+    assert [u["event_id"] for u in found] == weak["event_ids"]
