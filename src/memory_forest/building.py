@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .checks import Recorder
     from .config import Config
-    from .documents import Facts
+    from .documents import Facts, Fragment
     from .issues import Issue
     from .parsing import Parsed
     from .quarantine import Triage
@@ -166,7 +166,7 @@ def insert(con: sqlite3.Connection, parsed: Parsed, entry: Entry) -> int:
                         fragment_texts(parsed))
 
 
-def fragment_texts(parsed: Parsed) -> list:
+def fragment_texts(parsed: Parsed) -> list[tuple[Fragment, str]]:
     """Each fragment of a source file with the text it is searched by."""
     from .text import index_text
 
