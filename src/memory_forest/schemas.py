@@ -243,7 +243,7 @@ class ConsolidateResult(Result):
 class ProposalListing(BaseModel):
     proposal_id: str
     created_at: str
-    status: Literal["pending", "accepted", "rejected"]
+    status: Literal["pending", "accepted", "rejected", "stale"]
     decided_at: str | None
     counts: ProposalCounts
     path: str

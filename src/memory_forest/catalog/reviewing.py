@@ -27,9 +27,10 @@ CONSOLIDATE_TOOL = (
 
 PROPOSALS_LIST_TOOL = (
     "List the stored consolidation proposals, oldest first: proposal_id, created_at, status "
-    "(pending, accepted, rejected), decided_at and counts (new entries, promotions of existing "
-    "Daily entries, sources). 'status' keeps one status only. A proposal file that cannot be "
-    "read is listed under problems, never stopping the rest. Read-only.")
+    "(pending, accepted, rejected, or stale: an accept found its sources changed), decided_at "
+    "and counts (new entries, promotions of existing Daily entries, sources). 'status' keeps "
+    "one status only. A proposal file that cannot be read is listed under problems, never "
+    "stopping the rest. Read-only.")
 
 PROPOSALS_SHOW_TOOL = (
     "Return one consolidation proposal whole: its days with the new Daily entries (entry_id, "
@@ -48,7 +49,8 @@ PROPOSALS_ACCEPT_TOOL = (
     "generated summaries with yours; nothing else of the proposal can be changed. Credential-"
     "shaped text is redacted. If any source changed since the proposal was made (edited, "
     "deleted, or cited by something else since), the call fails with proposal_stale, lists "
-    "those sources and writes nothing: reject it and consolidate again. Returns the receipt. "
+    "those sources and writes nothing; the proposal is marked stale and its sources are free "
+    "again: call consolidate for a fresh proposal. Returns the receipt. "
     "Safe to retry: accepting an accepted proposal with the same summaries returns the stored "
     "receipt (already_applied=true); with other summaries it fails with "
     "proposal_already_accepted; a rejected one fails with proposal_rejected. Holds the lock "
@@ -92,9 +94,9 @@ OPERATIONS = (
         "proposals_list", "memory_forest.writers.proposals:list_proposals",
         "List consolidation proposals with their status and counts.",
         "memory-forest proposals list ~/memory --status pending",
-        params=(Param("status", TEXT, "Only proposals with this status: pending, accepted or "
-                      "rejected.", flags=("--status",),
-                      schema={"enum": ["pending", "accepted", "rejected"]}),),
+        params=(Param("status", TEXT, "Only proposals with this status: pending, accepted, "
+                      "rejected or stale.", flags=("--status",),
+                      schema={"enum": ["pending", "accepted", "rejected", "stale"]}),),
         render="proposals", tool=PROPOSALS_LIST_TOOL, title="List proposals",
         result="ProposalsListResult", command=("proposals", "list")),
     Operation(

@@ -3,7 +3,8 @@
 It reads the unfiled sources (``store.unfiled``: ISTM events no Daily entry
 or leaf cites, Daily entries no structured record cites), leaves out those any
 stored proposal already names (pending, accepted or rejected: a source is
-proposed once), and writes one proposal for at most ``limit`` of them:
+proposed once; a proposal refused as stale names nothing), and writes one
+proposal for at most ``limit`` of them:
 
 - each event gets a summary made from its own text, deterministically (the
   payload's text, shortened), and a placement (``placement.place``, appending
@@ -58,7 +59,9 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
 
     root = forest.root
     known, problems = proposals.every(root)
-    named = {pointer for proposal in known for pointer in proposals.pointers(proposal)}
+    # A stale proposal was refused on accept: its sources wait for a fresh one.
+    named = {pointer for proposal in known if proposal.status != "stale"
+             for pointer in proposals.pointers(proposal)}
     reserved = {entry_id for proposal in known for entry_id in proposals.entry_ids(proposal)}
     waiting = [fragment for fragment in store.unfiled(forest.reader())
                if f"{fragment.path}#{fragment.anchor}" not in named]

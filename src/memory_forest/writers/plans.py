@@ -228,7 +228,8 @@ class Proposal(_Versioned):
     proposal_id: str = Field(pattern=PROPOSAL_ID, description="Sortable: creation time, then "
                              "random.")
     created_at: str = Field(max_length=100)
-    status: Literal["pending", "accepted", "rejected"]
+    status: Literal["pending", "accepted", "rejected", "stale"] = Field(
+        description="stale: an accept found sources changed; its sources are free again.")
     decided_at: str | None = Field(default=None, max_length=100)
     reason: Text | None = Field(default=None, description="Why it was rejected, if given.")
     days: list[ProposedDay] = Field(max_length=1000, description="New Daily entries, by day.")

@@ -126,7 +126,7 @@ def every(root: Path) -> tuple[list[Any], list[dict[str, Any]]]:
 
 def status_of(root: Path, proposal: Any) -> str:
     """The proposal's status, counting a committed accept whose mark was lost as accepted."""
-    if proposal.status == "pending" and _committed(root, proposal) is not None:
+    if proposal.status in ("pending", "stale") and _committed(root, proposal) is not None:
         return "accepted"
     return proposal.status
 
@@ -176,9 +176,9 @@ def _mark(root: Path, proposal: Any, status: str, reason: str | None = None) -> 
 
 
 def list_proposals(forest: Forest | str | Path, status: str | None = None) -> dict[str, Any]:
-    if status is not None and status not in ("pending", "accepted", "rejected"):
-        raise ForestError("proposal_status_invalid", "status is pending, accepted or rejected",
-                          exit_code=2)
+    if status is not None and status not in ("pending", "accepted", "rejected", "stale"):
+        raise ForestError("proposal_status_invalid", "status is pending, accepted, rejected "
+                          "or stale", exit_code=2)
     with opened(forest) as forest:
         root = forest.root
         found, problems = every(root)
@@ -330,8 +330,10 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
                           "accepted", {"proposal_id": proposal.proposal_id})
     stale = stale_sources(stage.view, proposal)
     if stale:
+        # Under the lock, so no reject crosses it: its sources are free for the next proposal.
+        _mark(root, current, "stale")
         raise ForestError("proposal_stale", "sources of this proposal changed since it was "
-                          "made; nothing was written. Reject it and consolidate again",
+                          "made; nothing was written. It is marked stale: consolidate again",
                           {"proposal_id": proposal.proposal_id, "sources": stale[:50],
                            "stale": len(stale)})
     redactions = dict(counted)
