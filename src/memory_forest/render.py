@@ -326,7 +326,8 @@ def _receipt(outcome: dict[str, Any]) -> None:
         listed = ", ".join(f"{rule} x{count}" for rule, count in sorted(redactions.items()))
         _out.print(f"  [yellow]redacted[/] {listed}")
     for item in outcome.get("dispositions", []):
-        _out.print(f"  {_escape(item['entry_id'])}: {item['disposition']}")
+        target = f" in {_escape(item['target'])}" if item.get("target") else ""
+        _out.print(f"  {_escape(item['entry_id'])}: {item['disposition']}{target}")
     for path in outcome.get("modes_restored") or []:
         _out.print(f"  [yellow]mode restored[/] {_escape(path)} was wider than 0600, now 0600")
     if outcome.get("title_ignored"):
@@ -390,10 +391,14 @@ def _proposal_text(proposal: dict[str, Any]) -> None:
 
     def target(placement: dict[str, Any]) -> str:
         leaf = f"04 stm/{placement['tree']}/{placement['branch']}/{placement['leaf']}.md"
-        reason = dumps(placement["reason"])
-        reason = reason if len(reason) <= 200 else reason[:199] + "\u2026"
+        reason = placement["reason"]
+        # The reason's few telling fields when placement gives them, else the whole of it.
+        told = {key: reason[key] for key in ("rule", "branch", "coverage", "runner_up")
+                if reason.get(key) is not None}
+        because = ", ".join(f"{key} {value}" for key, value in told.items()) or dumps(reason)
+        because = because if len(because) <= 200 else because[:199] + "\u2026"
         return (f"-> {_escape(leaf)} ({placement['action']}, score {placement['score']:.3g})"
-                f"\n      because {_escape(reason)}")
+                f"\n      because {_escape(because)}")
 
     for day in proposal["days"]:
         _out.print(f"[bold]{day['date']}[/]")
@@ -426,8 +431,9 @@ def _proposals(outcome: dict[str, Any]) -> None:
         _out.print("no proposals")
     table = Table(box=None, pad_edge=False)
     for name in ("proposal", "created", "status", "entries", "promotions", "sources"):
-        table.add_column(name, justify="right" if name in ("entries", "promotions",
-                                                           "sources") else "left")
+        table.add_column(name, no_wrap=name in ("proposal", "created"),
+                         justify="right" if name in ("entries", "promotions", "sources")
+                         else "left")
     for row in outcome["proposals"]:
         counts = row["counts"]
         table.add_row(_escape(row["proposal_id"]), _escape(row["created_at"]), row["status"],
