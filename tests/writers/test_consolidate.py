@@ -21,7 +21,7 @@ from memory_forest import index, lock, operations, schemas, store, testhooks
 from memory_forest.errors import ForestError
 from memory_forest.maintain import maintain
 from memory_forest.mcp_server import call
-from memory_forest.statefiles import proposal_rel
+from memory_forest.statefiles import proposal_rel, receipt_rel
 from memory_forest.writers import proposals
 from memory_forest.writers.capture import capture_events
 from memory_forest.writers.consolidate import consolidate, shorten, slug
@@ -250,7 +250,7 @@ def test_summaries_replace_the_generated_text_and_are_redacted(example):
         assert "Boiler serviced on 9 December; next one due in 2027. " \
             "password=[REDACTED:assignment]" in text
         assert BOILER not in text and "hunter2secret" not in text
-    receipt = (example / f".memory-forest/receipts/{proposal['transaction_id']}.json")
+    receipt = example / receipt_rel(proposal["transaction_id"])
     assert "hunter2secret" not in receipt.read_text()
     assert_whole(example)
 
@@ -314,7 +314,7 @@ def test_a_source_changed_after_proposing_makes_accept_stale(example, tmp_path, 
     assert stale.value.code == "proposal_stale"
     assert stale.value.details["sources"] == [expected]
     assert state(example) == before
-    assert not (example / f".memory-forest/receipts/{proposal['transaction_id']}.json").exists()
+    assert not (example / receipt_rel(proposal["transaction_id"])).exists()
     assert proposals.show(example, proposal["proposal_id"])["proposal"]["status"] == "stale"
     # The refused proposal names nothing any more: what is still unfiled is proposed afresh.
     fresh = consolidate(example)["proposal"]
