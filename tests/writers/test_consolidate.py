@@ -233,7 +233,8 @@ def test_summaries_replace_the_generated_text_and_are_redacted(example):
     pointer = capture(example, BOILER, "boiler-1")
     proposal = consolidate(example)["proposal"]
     entry = entry_for(proposal, pointer)
-    mine = "Boiler serviced on 9 December; next one due in 2027. password=hunter2secret"
+    mine = ("Boiler serviced on 9 December; next one due in 2027. "
+            "password=hunter2secret")  # release-audit: allow
     with pytest.raises(ForestError) as unknown:
         proposals.accept(example, proposal["proposal_id"], summaries={"d-nope": "x"})
     assert unknown.value.code == "summaries_unknown_entry"

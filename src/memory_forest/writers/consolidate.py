@@ -79,10 +79,13 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     if document is None:
         return result("consolidate", proposal=None, path=None, counts=None,
                       message="nothing to consolidate", **found)
+    from ..jsonio import dumps
+    from .plans import parse
+
+    checked = parse("proposal", dumps(document))  # stored only as strict as it is read back
     path = proposals.save(root, document)
     return result("consolidate", proposal=document, path=path,
-                  counts=proposals.counts(proposals.load(root, document["proposal_id"])),
-                  message=None, **found)
+                  counts=proposals.counts(checked), message=None, **found)
 
 
 class _Proposal:
@@ -112,8 +115,9 @@ class _Proposal:
         from ..jsonio import loads_strict
 
         line = proposals.event_line(self.view.read(fragment.path), fragment.anchor)
-        if line is None:
-            raise ForestError("missing", "the event is not in its file")
+        if line is None:  # edited away since it was indexed
+            self.skipped.append({"pointer": pointer, "reason": "missing"})
+            return
         record = loads_strict(line)
         text = event_text(record)
         placement = self._place(text)
