@@ -38,6 +38,7 @@ ISSUE_CODES = frozenset({
     "not_regular_file", "not_found", "os_error", "unreadable_directory",
     "link_parent_missing", "link_unresolved", "link_lateral", "link_nonadjacent",
     "link_in_source_layer", "link_not_canonical",
+    "istm_chain_broken", "istm_sha256_mismatch", "provenance_missing",
 })
 
 # The plain reference layout: no frontmatter, "# Title" headings, "- up - [[...|...]]"

@@ -81,7 +81,8 @@ class Checked:
 
 def check(forest: Opened | str | Path, audit: bool = True,
           recorder: Recorder | None = None) -> Checked:
-    """Scan, validate and (unless ``audit`` is false) audit the forest."""
+    """Scan, validate and (unless ``audit`` is false) audit the forest: its links, and its
+    provenance (``audit.provenance``), which only a whole-forest check can judge."""
     from . import audit as audit_rules
     from . import validate as validate_rules
     from .snapshot import scan
@@ -92,7 +93,9 @@ def check(forest: Opened | str | Path, audit: bool = True,
         recorder.counts = snap.layer_counts()
     found = set(timed(recorder, "validate", lambda: validate_rules.validate(snap), graded))
     if audit:
-        found |= set(timed(recorder, "audit", lambda: audit_rules.audit(snap), graded))
+        found |= set(timed(recorder, "audit",
+                           lambda: audit_rules.audit(snap) + audit_rules.provenance(snap),
+                           graded))
     return Checked(snap, sorted(found))
 
 

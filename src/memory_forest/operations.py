@@ -229,12 +229,52 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
                               "bytes": listing.total_bytes, "issues": len(listing.issues),
                               "ignored": listing.ignored}
+            report["istm"] = _chain_state(root, [entry.path for entry in listing.files],
+                                          config.limits["max_file_bytes"])
         except ForestError as exc:
             report["walk"] = {"error": exc.to_dict()}
     report["index"] = _index_state(forest)
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
     return report
+
+
+def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]:
+    """How many ISTM events carry the hash chain, and how many (in how many files) do not.
+
+    Events captured before chains existed have no ``prev`` field. They are not
+    an error (``audit`` checks only chained lines), but nothing vouches for
+    their order or presence, so doctor says how many there are. A file that
+    cannot be read is counted under ``unreadable`` (validate says why).
+    """
+    import json
+
+    from . import chain
+    from .safety import read_regular
+
+    prefix = chain.ISTM_DIR + "/"
+    names = chain.shard_names([path[len(prefix):] for path in paths if path.startswith(prefix)])
+    state = {"files": len(names), "events": 0, "chained": 0, "unchained": 0,
+             "unchained_files": 0, "unreadable": 0}
+    for name in names:
+        try:
+            data = read_regular(root, prefix + name, max_bytes)
+        except ForestError:
+            state["unreadable"] += 1
+            continue
+        unchained = 0
+        for _, line in chain.lines(data):
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                continue  # not an event: validate reports the line
+            if isinstance(record, dict):
+                state["events"] += 1
+                unchained += chain.FIELD not in record
+        state["unchained"] += unchained
+        state["unchained_files"] += unchained > 0
+    state["chained"] = state["events"] - state["unchained"]
+    return state
 
 
 def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, Any]:
@@ -279,10 +319,13 @@ def _set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
     what a lost journal can leave is a transaction half-applied across files,
     which shows as a parent or a link to a file that is not there. ``validate``
     alone does not see those, ``audit`` does; so the forest must pass ``audit``
-    (mode problems aside: this repair fixes them next). Otherwise the journal
-    stays, with its images, and the operator fixes the files named first.
+    (mode problems aside: this repair fixes them next; and a broken ISTM chain
+    too, which no half-applied write leaves, as a write replaces a shard
+    whole, and which no edit can mend). Otherwise the journal stays, with its
+    images, and the operator fixes the files named first.
     """
     from . import index
+    from .audit import CHAIN_CODES
     from .checks import check
     from .quarantine import MODE_CODES
     from .statefiles import JOURNAL, index_path, state_rel
@@ -291,7 +334,7 @@ def _set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
     described = journal.describe(root)
     inside = state_rel(JOURNAL)  # the journal's own oddities are why it goes
     problems = [issue for issue in check(root).issues
-                if issue.level == "error" and issue.code not in MODE_CODES
+                if issue.level == "error" and issue.code not in MODE_CODES | CHAIN_CODES
                 and issue.path != inside and not issue.path.startswith(inside + "/")]
     if problems:
         raise ForestError("journal_set_aside_refused", "the forest does not pass audit, so the "

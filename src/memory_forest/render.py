@@ -107,6 +107,10 @@ def _doctor(outcome: dict[str, Any]) -> None:
                                                if "error" in config else ""))
     for name, count in sorted(outcome.get("counts", {}).items()):
         table.add_row(f"  {name}", str(count))
+    istm = outcome.get("istm")
+    if istm:
+        table.add_row("istm", f"{istm['events']} event(s) in {istm['files']} file(s), "
+                      f"{istm['chained']} hash-chained")
     table.add_row("index", _describe(outcome["index"]))
     table.add_row("lock", _describe(outcome["lock"]))
     if "journal" in outcome:
@@ -350,6 +354,10 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
     walk = outcome.get("walk", {})
     if walk.get("ignored"):
         _out.print(f"ignored: {walk['ignored']} editor or OS debris file(s)")
+    istm = outcome.get("istm", {})
+    if istm.get("unchained"):
+        _out.print(f"info: {istm['unchained']} events in {istm['unchained_files']} ISTM files "
+                   "are unchained (written before hash chains)")
     repair = outcome.get("repair")
     if repair and repair.get("unlocked") is not None:
         _out.print(f"repair: [green]removed[/] stale lock ({_owner_words(repair['unlocked'])})")

@@ -11,6 +11,7 @@ import stat
 import pytest
 from writerkit import assert_whole, contents, event, istm_records, jsonl
 
+from memory_forest import chain
 from memory_forest.errors import ForestError
 from memory_forest.jsonio import dumps
 from memory_forest.writers import capture as cap
@@ -138,6 +139,7 @@ def test_input_rejections(empty_forest, tmp_path, raw, code):
 @pytest.mark.parametrize("change, code", [
     ({"captured_at": "2026-11-30T09:00:00Z"}, "capture_reserved_field"),
     ({"sha256": "x"}, "capture_reserved_field"),
+    ({"prev": "0" * 64}, "capture_reserved_field"),
     ({"event_id": "has space"}, "capture_bad_event_id"),
     ({"event_id": 7}, "capture_bad_event_id"),
     ({"observed_at": "yesterday"}, "capture_bad_observed_at"),
@@ -215,3 +217,81 @@ def test_a_hand_broken_shard_blocks_capture(example_forest, tmp_path):
     shard = example_forest / "06 istm/2026-11-28.jsonl"
     shard.write_bytes(shard.read_bytes() + b"not json\n")
     assert code_of(lambda: run(example_forest, tmp_path, [event(2)])) == "forest_invalid"
+
+
+# --- the hash chain ---------------------------------------------------------------------------
+
+
+def sha(line: bytes) -> str:
+    return hashlib.sha256(line).hexdigest()
+
+
+def lines_of(root, rel) -> list[bytes]:
+    return (root / rel).read_bytes().splitlines()
+
+
+def test_each_line_names_the_hash_of_the_line_before_it(empty_forest, tmp_path):
+    shard = run(empty_forest, tmp_path, [event(n) for n in range(3)])["shard"]
+    run(empty_forest, tmp_path, [event(3), event(4)])  # a second batch appends to the chain
+    lines = lines_of(empty_forest, shard)
+    assert json.loads(lines[0])["prev"] == chain.GENESIS  # no earlier shard
+    for before, line in zip(lines, lines[1:], strict=False):
+        assert json.loads(line)["prev"] == sha(before)
+    assert_whole(empty_forest)
+
+
+def test_a_new_shard_chains_to_the_last_line_of_the_shard_before_it(example_forest, tmp_path):
+    # An empty shard between them has no line to name, so the one before it counts.
+    (example_forest / "06 istm/2026-11-29.jsonl").write_bytes(b"")
+    (example_forest / "06 istm/2026-11-29.jsonl").chmod(0o600)
+    shard = run(example_forest, tmp_path, [event(1)])["shard"]
+    previous = lines_of(example_forest, "06 istm/2026-11-28.jsonl")[-1]
+    assert json.loads(lines_of(example_forest, shard)[0])["prev"] == sha(previous)
+    assert_whole(example_forest)
+
+
+def test_the_next_day_chains_to_the_day_before(empty_forest, tmp_path):
+    first = run(empty_forest, tmp_path, [event(1), event(2)])["shard"]
+    (empty_forest / first).rename(empty_forest / "06 istm/2026-01-01.jsonl")
+    shard = run(empty_forest, tmp_path, [event(3)])["shard"]
+    last = lines_of(empty_forest, "06 istm/2026-01-01.jsonl")[-1]
+    assert json.loads(lines_of(empty_forest, shard)[0])["prev"] == sha(last)
+    assert_whole(empty_forest)
+
+
+def test_a_large_earlier_shard_is_read_from_its_end(empty_forest, tmp_path):
+    # A last line longer than one backward read, after a first line that fills a read.
+    records = [event(1, event_id="old-1", payload={"text": "a" * (chain.TAIL_CHUNK + 7)}),
+               event(2, event_id="old-2", payload={"text": "b" * (3 * chain.TAIL_CHUNK)})]
+    for record in records:
+        record.update(captured_at="2026-01-01T00:00:00Z",
+                      sha256=hashlib.sha256(dumps(record["payload"]).encode()).hexdigest())
+    old = b"".join(dumps(record).encode() + b"\n" for record in records)
+    (empty_forest / "06 istm/2026-01-01.jsonl").write_bytes(old + b"\n\n")
+    (empty_forest / "06 istm/2026-01-01.jsonl").chmod(0o600)
+    shard = run(empty_forest, tmp_path, [event(3)])["shard"]
+    assert json.loads(lines_of(empty_forest, shard)[0])["prev"] == sha(old.splitlines()[-1])
+
+
+def test_a_shard_without_a_final_newline_chains_to_its_last_line(example_forest, tmp_path):
+    day = dt.datetime.now(dt.UTC).date().isoformat()
+    shard = run(example_forest, tmp_path, [event(1)])["shard"]
+    assert shard == f"06 istm/{day}.jsonl"
+    data = (example_forest / shard).read_bytes()
+    (example_forest / shard).write_bytes(data.rstrip(b"\n"))
+    run(example_forest, tmp_path, [event(2)])
+    lines = lines_of(example_forest, shard)
+    assert json.loads(lines[1])["prev"] == sha(lines[0])
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"\n", b"one", b"one\n", b"one\ntwo", b"one\ntwo\n\n \n", b"\n\nthree\n",
+    b"x" * 50 + b"\n" + b"y" * 23, b"x" * 23 + b"\n" + b"y" * 50 + b"\n" * 40,
+    b"a\n" * 30 + b"\n" * 30,
+])
+def test_the_tail_read_finds_what_a_whole_read_finds(tmp_path, monkeypatch, data):
+    monkeypatch.setattr(chain, "TAIL_CHUNK", 16)  # many backward reads over short files
+    (tmp_path / "f.jsonl").write_bytes(data)
+    assert chain.tail_line(tmp_path, "f.jsonl") == chain.last_line(data)
+    assert chain.last_line(data) == next(
+        (line for line in reversed(data.split(b"\n")) if line.strip()), None)

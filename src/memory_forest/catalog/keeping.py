@@ -27,11 +27,13 @@ OPERATIONS = (
         "memory-forest validate ~/memory --json", render="issues"),
     Operation(
         "audit", "memory_forest.operations:audit",
-        "Validate, then check the link contract (parent links, adjacent layers only).",
+        "Validate, then check the link contract (parent links, adjacent layers only) and "
+        "provenance (ISTM hash chains, sources pointers).",
         "memory-forest audit ~/memory", render="issues"),
     Operation(
         "doctor", "memory_forest.operations:doctor",
-        "Report versions, SQLite features, config, counts, index, lock and journal state.",
+        "Report versions, SQLite features, config, counts, hash-chained ISTM events, index, "
+        "lock and journal state.",
         "memory-forest doctor ~/memory --repair",
         params=(Param("repair", FLAG, "Clear a stale lock, finish or roll back an interrupted "
                       "write, restore 0700/0600 modes (takes the lock).", flags=("--repair",)),

@@ -12,8 +12,9 @@ CAPTURE_TOOL = (
     "Append raw events to the forest's raw layer, the ISTM shard of today "
     "('06 istm/YYYY-MM-DD.jsonl', UTC); no other canonical file changes. 'events' is one event "
     "object or a list of them, stored as one batch, all or nothing. Each needs observed_at "
-    "(RFC 3339 with a time zone), source, kind and payload; the tool adds captured_at, sha256 "
-    "and, when absent, event_id. Credential-shaped strings (keys, tokens, passwords) become "
+    "(RFC 3339 with a time zone), source, kind and payload; the tool adds captured_at, sha256, "
+    "prev (the sha256 of the line before: ISTM is hash-chained) and, when absent, event_id. "
+    "Credential-shaped strings (keys, tokens, passwords) become "
     "[REDACTED:<rule>] before anything is stored. Events are stored as JSON data: they never "
     "become Markdown, links or instructions. The forest lock is held only while the write runs; "
     "when another writer holds it the call fails with lock_held ('wait' waits up to "
@@ -41,8 +42,8 @@ EVENTS = Param(
     "events", DOCUMENT, "A JSON object or JSONL file of events.", required=True,
     file_flags=("--file", "-f"), stdin_mark=True, input_code="capture_input",
     doc="One event object, or a list of them stored as one batch (all or nothing). Other keys "
-    "of an event are stored as given; 'captured_at' and 'sha256' are filled by the tool and may "
-    "not be supplied.",
+    "of an event are stored as given; 'captured_at', 'sha256' and 'prev' are filled by the tool "
+    "and may not be supplied.",
     reader="memory_forest.writers.capture:parse_input",
     parser="memory_forest.writers.capture:inline_events",
     tool_type="memory_forest.schemas:EventBatch",

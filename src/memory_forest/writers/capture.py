@@ -2,9 +2,12 @@
 
 Callers supply ``observed_at``, ``source``, ``kind`` and ``payload`` (and
 may supply ``event_id`` and further keys of their own). The tool fills
-``event_id`` when it is absent, ``captured_at`` (one UTC time per batch) and
-``sha256`` = sha256 of the canonical JSON of the stored payload. Events go
-to the dated shard ``06 istm/YYYY-MM-DD.jsonl`` of the capture day.
+``event_id`` when it is absent, ``captured_at`` (one UTC time per batch),
+``sha256`` = sha256 of the canonical JSON of the stored payload, and ``prev``
+= sha256 of the line before it, which chains the lines of the ISTM layer
+(``chain``: the first line of a shard names the last line of the shard
+before it). Events go to the dated shard ``06 istm/YYYY-MM-DD.jsonl`` of
+the capture day.
 
 Before anything is stored, every string (values and keys, in the payload at
 any depth and in the caller's own fields) goes through ``redact``: credential-
@@ -23,6 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .. import chain
 from ..digest import sha256_hex
 from ..errors import ForestError
 from ..forest import Forest
@@ -37,7 +41,7 @@ MAX_LABEL = 200
 EVENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 _EVENT_ID = re.compile(EVENT_ID)
 CALLER_FIELDS = ("observed_at", "source", "kind", "payload")
-TOOL_FIELDS = ("captured_at", "sha256")
+TOOL_FIELDS = ("captured_at", "sha256", chain.FIELD)
 _LABEL_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 # --- input ------------------------------------------------------------------------------------
@@ -188,9 +192,11 @@ def stage_events(stage: Stage, events: list[dict[str, Any]]
     known = stage.view.event_paths({record["event_id"] for record in prepared})
     shards: dict[str, dict[str, dict[str, Any]]] = {}
     batch: dict[str, dict[str, Any]] = {}
-    lines: list[str] = []
+    lines: list[bytes] = []
     records: list[dict[str, Any]] = []
     duplicates = 0
+    before = b""
+    prev: str | None = None  # worked out when the first new line needs it
     for number, record in enumerate(prepared, start=1):
         event_id = record["event_id"]
         previous = batch.get(event_id)
@@ -204,18 +210,23 @@ def stage_events(stage: Stage, events: list[dict[str, Any]]
             duplicates += 1
             records.append(previous)
             continue
+        if prev is None:
+            before = stage.read(shard) or b""
+            prev = _head(stage, shard, before)
+        record[chain.FIELD] = prev
         line = dumps(record)
         if len(line) > MAX_EVENT_BYTES:
             raise _bad("capture_event_too_large", f"an event is at most {MAX_EVENT_BYTES} bytes "
                        "of JSON", event=number)
+        encoded = line.encode("utf-8")
+        prev = chain.line_hash(encoded)
         batch[event_id] = record
         records.append(record)
-        lines.append(line + "\n")
+        lines.append(encoded)
     if lines:
-        before = stage.read(shard) or b""
         if before and not before.endswith(b"\n"):
             before += b"\n"
-        data = before + "".join(lines).encode("utf-8")
+        data = before + b"\n".join(lines) + b"\n"
         limit = stage.view.config.limits["max_file_bytes"]
         if len(data) > limit:
             raise ForestError("istm_shard_full", f"today's ISTM shard would exceed "
@@ -228,8 +239,20 @@ def stage_events(stage: Stage, events: list[dict[str, Any]]
     return summary, records
 
 
+def _head(stage: Stage, shard: str, before: bytes) -> str:
+    """What the first new line of ``shard`` chains to: the shard's own last line, else the
+    last line of the shard before it (read from its end, never whole)."""
+    last = chain.last_line(before)
+    if last is not None:
+        return chain.line_hash(last)
+    return chain.head_of(stage.view.root, shard, stage.view.listdir(chain.ISTM_DIR))
+
+
 def _content(record: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in record.items() if key != "captured_at"}
+    """What makes two records the same event: not when it was captured, nor where its line
+    sits in the chain."""
+    return {key: value for key, value in record.items()
+            if key not in ("captured_at", chain.FIELD)}
 
 
 def _stored(stage: Stage, path: str, event_id: str,
