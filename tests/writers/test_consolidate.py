@@ -475,3 +475,25 @@ def test_a_killed_accept_is_recovered_and_a_retry_completes_exactly_once(example
     assert metadata(leaf)["sources"].count(cited) == 1
     assert_whole(example)
     assert consolidate(example)["proposal"] is None
+
+
+@pytest.mark.parametrize("step", ["journaled", "writing", "indexed"])
+def test_a_stop_signal_during_accept_undoes_it_and_a_retry_completes(example, step):
+    pointer = capture(example, BOILER, "boiler-1")
+    proposal = consolidate(example)["proposal"]
+    before = state(example)
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("MEMORY_FOREST_TEST_")}
+    stopped = subprocess.run(
+        [sys.executable, "-m", "memory_forest", "proposals", "accept", str(example),
+         proposal["proposal_id"], "--json"], capture_output=True, text=True, timeout=120,
+        env={**env, testhooks.SIGNAL_ENV: f"{step}:SIGTERM"})
+    assert stopped.returncode == 143, stopped.stdout + stopped.stderr
+    assert json.loads(stopped.stdout)["error"]["code"] == "interrupted"
+    assert lock.state(example) == {"state": "free"}
+    assert state(example) == before  # undone, no journal left to recover
+    assert proposals.show(example, proposal["proposal_id"])["proposal"]["status"] == "pending"
+    done = proposals.accept(example, proposal["proposal_id"])
+    assert done["already_applied"] is False and pointer in \
+        (example / "05 daily/2026-12-01.md").read_text()
+    assert_whole(example)
