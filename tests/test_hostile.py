@@ -306,11 +306,17 @@ READ_COMMANDS = ["route", "retrieve", "open", "search", "structured-context", "s
                  "validate", "gate", "unlock", "remember", "capture"]
 
 
+def _read_only(command: str) -> list[str]:
+    """The words that keep a command from writing into the shared forest: one generated
+    word is a fact ``remember`` would file, so it only ever previews (under --json)."""
+    return ["--json", "--dry-run"] if command == "remember" else []
+
+
 @settings(max_examples=10, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(ARG_TEXT, min_size=1, max_size=4), st.sampled_from(READ_COMMANDS))
 def test_generated_command_lines_keep_the_edge_promises(shared_example, words, command):
-    hostile(command, shared_example, *map(_argv_bytes, words))
+    hostile(command, *_read_only(command), shared_example, *map(_argv_bytes, words))
 
 
 def _argv_bytes(word: str) -> bytes:
@@ -329,7 +335,7 @@ def test_generated_command_lines_in_process_print_one_stable_object(shared_examp
     """The same edge in process (``cli.main`` is the console script), many more cases."""
     from memory_forest.cli import main
 
-    args = [command, os.fspath(shared_example), *words, "--json"]
+    args = [command, *_read_only(command), os.fspath(shared_example), *words, "--json"]
     with pytest.raises(SystemExit) as exited:
         main(args)
     out, err = capsys.readouterr()

@@ -126,7 +126,7 @@ def test_init_creates_the_seven_layers_and_a_config(tmp_path: Path) -> None:
     assert config["schema_version"] == 1
     assert re.fullmatch(r"[0-9a-f]{32}", config["forest_id"])
     assert outcome == {"ok": True, "operation": "init", "schema_version": 1, "root": "forest",
-                       "example": False, "layers": dirnames, "files": []}
+                       "example": False, "inbox": False, "layers": dirnames, "files": []}
     assert sorted(os.listdir(tmp_path)) == ["forest"]  # the staging directory was renamed
 
 

@@ -99,7 +99,9 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(forest, tmp_pat
             {"events", "transaction_id", "wait"}
         assert set(tools["remember"]["inputSchema"]["properties"]) == \
             {"tree", "branch", "leaf", "title", "content", "source", "tree_title",
-             "branch_title", "tag", "transaction_id", "wait"}
+             "branch_title", "tag", "append", "dry_run", "transaction_id", "wait"}
+        # Placement is the tool's to choose: only the fact itself is required.
+        assert tools["remember"]["inputSchema"]["required"] == ["content"]
         for writer in ("capture", "remember"):
             assert tools[writer]["annotations"]["readOnlyHint"] is False
             assert tools[writer]["annotations"]["destructiveHint"] is False
@@ -315,6 +317,27 @@ def test_consolidate_then_accept_files_a_capture_through_the_review_loop(forest,
 
     serve(forest, scenario, tmp_path / "stderr.log")
     assert "Boilersentinel" not in (tmp_path / "stderr.log").read_text()
+
+
+def test_remember_without_placement_files_the_fact_and_says_where(forest, tmp_path):
+    async def scenario(client: Session) -> None:
+        fact = "Kimchi batch 8 started with less salt."
+        before = canonical_state(forest)
+        preview = await client.call("remember", {"content": fact, "dry_run": True})
+        assert preview["dry_run"] is True and canonical_state(forest) == before
+        done = await client.call("remember", {"content": fact, "source": "test-agent"})
+        assert done["path"] == preview["path"] == done["placement"]["path"]
+        assert done["path"].startswith("04 stm/kitchen/fermentation/kimchi-batch-8")
+        assert done["placement"]["reason"]["branch"] == "03 mtm/kitchen/fermentation.md"
+        found = await client.call("route", {"query": "kimchi batch 8 started"})
+        assert found["results"][0]["path"] == done["path"]
+        inbox = await client.call("remember", {"content": "Boiler service on 9 December."})
+        assert inbox["placement"]["action"] == "inbox"
+        assert inbox["path"].startswith("04 stm/inbox/inbox/")
+        error = await client.error("remember", {"content": "x", "tree": "kitchen"})
+        assert error["code"] == "placement_incomplete"
+
+    serve(forest, scenario, tmp_path / "stderr.log")
 
 
 def test_capture_lands_in_istm_once_and_retries_are_idempotent(forest, tmp_path):

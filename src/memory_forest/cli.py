@@ -143,7 +143,11 @@ def _parse(operation: Operation, args: list[str]) -> dict[str, Any]:
         if param.cli and not param.positional:
             _add_option(parser, param)
     args = _with_root(operation, args, wanted)
-    namespace = vars(parser.parse_args(args))
+    # Optional positionals on both sides of an option (``ROOT --dry-run "fact"``) need the
+    # intermixed parse: the plain one fills every optional positional at the first word.
+    intermixed = any(param.positional_value for param in operation.params)
+    namespace = vars(parser.parse_intermixed_args(args) if intermixed
+                     else parser.parse_args(args))
     for param in wanted:
         if namespace[param.name] is None:
             raise UsageError(f"Missing argument '{param.metavar}'.", operation)
@@ -155,6 +159,8 @@ def _parse(operation: Operation, args: list[str]) -> dict[str, Any]:
 
 
 def _add_option(parser: Any, param: Param) -> None:
+    if param.positional_value:
+        parser.add_argument(f"{param.name}_positional", nargs="?", metavar=param.metavar)
     if param.stdin_mark:
         parser.add_argument(f"{param.name}_stdin", nargs="?", metavar="-")
     if param.file_flags:
@@ -175,15 +181,40 @@ def _with_root(operation: Operation, args: list[str], wanted: list[Param]) -> li
     The rule for every command whose first positional is ROOT: a line with
     one positional fewer than the command needs has left ROOT out (so
     ``retrieve QUERY`` means ``retrieve DEFAULT_ROOT QUERY``), and so has a
-    lone ``-`` for an optional stdin mark (``capture -``).
+    lone ``-`` for an optional stdin mark (``capture -``). A value that may be
+    positional counts as needed unless the line gives it by an option
+    (``remember "fact"`` leaves ROOT out, ``remember ROOT --content "fact"``
+    does not), except when the one word is an existing forest's root: then the
+    value is what is missing, and the command says so.
     """
     if not operation.forest:
         return args
     given = _positional_words(operation, args)
     stdin_mark = any(param.stdin_mark for param in operation.params)
-    if len(given) < len(wanted) or (stdin_mark and given == ["-"]):
+    optional = [param for param in operation.params if param.positional_value
+                and not _given_as_option(param, args)]
+    needed = len(wanted) + len(optional)
+    if optional and len(given) == len(wanted) and _is_forest(given[0]):
+        return args  # ``remember ~/memory`` forgot the fact; it does not remember a path
+    if len(given) < needed or (stdin_mark and given == ["-"]):
         return [_LEFT_OUT, *args]
     return args
+
+
+def _is_forest(word: str) -> bool:
+    """Whether a word names an existing forest root (it holds a forest config)."""
+    import os
+    from pathlib import Path
+
+    from .statefiles import config_path
+
+    return os.path.isfile(config_path(Path(os.path.expanduser(word))))
+
+
+def _given_as_option(param: Param, args: list[str]) -> bool:
+    flags = (*param.flags, *param.file_flags)
+    return any(arg in flags or arg.split("=", 1)[0] in flags
+               for arg in _before_double_dash(args))
 
 
 def _positional_words(operation: Operation, args: list[str]) -> list[str]:
@@ -320,6 +351,10 @@ def _input(operation: Operation, param: Param, values: dict[str, Any]) -> Any:
     if mark is not None and mark != "-":
         raise usage_error(f"{param.input_code}_invalid", "the only positional input is - "
                           "(stdin); use --file for a file")
+    if inline is None:
+        inline = values.get(f"{param.name}_positional")
+    elif values.get(f"{param.name}_positional") is not None:
+        raise usage_error(f"{param.input_code}_required", f"give exactly one of {_forms(param)}")
     given = [value for value in (inline, source, mark, values.get(f"{param.name}_file"))
              if value is not None]
     if len(given) > 1 or (param.required and not given):
@@ -336,7 +371,8 @@ def _input(operation: Operation, param: Param, values: dict[str, Any]) -> Any:
 
 
 def _forms(param: Param) -> str:
-    forms = [param.flags[0]] if param.flags else []
+    forms = [param.metavar] if param.positional_value else []
+    forms += [param.flags[0]] if param.flags else []
     forms += ["- (stdin)"] if param.stdin_mark else []
     forms += [param.file_flags[0]] if param.file_flags else []
     return " or ".join(forms)

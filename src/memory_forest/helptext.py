@@ -47,6 +47,8 @@ def command_help(operation: Operation) -> str:
                      for param in wanted)
     if any(param.stdin_mark for param in operation.params):
         usage += " [-]"
+    usage += "".join(f" [{param.metavar}]" for param in operation.params
+                     if param.positional_value)
     parts = [f"Usage: memory-forest {operation.words} [OPTIONS] {usage}".rstrip(),
              _paragraph(operation.summary)]
     if operation.help:
@@ -56,6 +58,8 @@ def command_help(operation: Operation) -> str:
                  for param in wanted]
     if any(param.stdin_mark for param in operation.params):
         arguments.append(("[-]", "- to read the input from stdin."))
+    arguments += [(f"[{param.metavar}]", f"{param.help} Or give it with {param.flags[0]}.")
+                  for param in operation.params if param.positional_value]
     if arguments:
         parts.append("Arguments:\n" + _table(arguments))
     options = [_option_row(param) for param in operation.params

@@ -23,8 +23,14 @@ if TYPE_CHECKING:
 # --- init -----------------------------------------------------------------------------------
 
 
-def init(target: str | Path, example: bool = False) -> dict[str, Any]:
-    """Create a new private forest at a path that does not exist yet."""
+def init(target: str | Path, example: bool = False, inbox: bool = False) -> dict[str, Any]:
+    """Create a new private forest at a path that does not exist yet.
+
+    With ``inbox`` the forest also gets the inbox tree and branch that ``remember`` files
+    unplaced facts in, written by the journaled writer once the forest exists (which builds
+    the index, as any first write does). Without it ``remember`` creates them when it first
+    needs them, so a new forest holds nothing its owner did not ask for.
+    """
     from .config import new_config_bytes
     from .layers import LAYERS
     from .safety import mkdir_private, write_private
@@ -49,8 +55,13 @@ def init(target: str | Path, example: bool = False) -> dict[str, Any]:
 
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return result("init", root=target.name, example=example,
-                  layers=[layer.dirname for layer in LAYERS], files=sorted(written))
+    if inbox:
+        from .writers.remember import create_inbox
+
+        receipt = create_inbox(target)
+        written += [item["path"] for item in receipt["touched"]]
+    return result("init", root=target.name, example=example, inbox=inbox,
+                  layers=[layer.dirname for layer in LAYERS], files=sorted(set(written)))
 
 
 def _check_init_target(target: Path) -> None:

@@ -91,6 +91,7 @@ def _issues(outcome: dict[str, Any]) -> None:
 
 def _init(outcome: dict[str, Any]) -> None:
     extra = f" with {len(outcome['files'])} example files" if outcome["example"] else ""
+    extra += " and the inbox" if outcome.get("inbox") else ""
     _out.print(f"[green]created[/] forest '{_escape(outcome['root'])}'{extra}")
 
 
@@ -311,6 +312,9 @@ def _hooks(outcome: dict[str, Any]) -> None:
 
 def _receipt(outcome: dict[str, Any]) -> None:
     """Every writer: what changed, under which transaction, and the operation's own facts."""
+    if outcome.get("dry_run"):
+        _remember_preview(outcome)
+        return
     verdict = "[yellow]already applied[/]" if outcome["already_applied"] else "[green]committed[/]"
     _out.print(f"{outcome['operation'].replace('_', '-')} {verdict}: transaction "
                f"{_escape(outcome['transaction_id'])}")
@@ -336,6 +340,32 @@ def _receipt(outcome: dict[str, Any]) -> None:
         _out.print(f"  [yellow]mode restored[/] {_escape(path)} was wider than 0600, now 0600")
     if outcome.get("title_ignored"):
         _out.print("  [yellow]title ignored[/]: the leaf exists and keeps its own title")
+    if outcome.get("placement"):
+        _placement(outcome["placement"])
+
+
+def _remember_preview(outcome: dict[str, Any]) -> None:
+    what = "a new leaf" if outcome["created"] else "the existing leaf"
+    _out.print(f"remember [yellow]dry run[/]: nothing written; the fact would go to {what}")
+    _out.print(f"  {_escape(outcome['path'])}")
+    if outcome.get("placement"):
+        _placement(outcome["placement"])
+
+
+def _placement(placement: dict[str, Any]) -> None:
+    """Where a placed fact went and why: the branch, its score, the rule."""
+    reason = placement["reason"]
+    matched = f"{len(reason['matched_terms'])} of {reason['terms']} words"
+    if placement["action"] == "inbox":
+        best = (f"; best branch {_escape(reason['branch'])} scored {reason['branch_score']:g}, "
+                f"{matched}") if reason["branch"] else ""
+        _out.print(f"  placed in the [yellow]inbox[/] ({reason['rule']}{best})")
+        return
+    verb = "appended to its best leaf" if placement["action"] == "append" else "new leaf"
+    runner = (f", runner-up {_escape(reason['runner_up'])} {reason['runner_up_score']:g}"
+              if reason["runner_up"] else "")
+    _out.print(f"  placed under {_escape(reason['branch'])} ({verb}): score "
+               f"{placement['score']:g}, {matched}{runner}")
 
 
 def _structured_context(outcome: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from .gate import MESSAGES as GATE_MESSAGES
 from .writers.capture import EVENT_ID, MAX_EVENTS, MAX_LABEL
@@ -197,7 +197,41 @@ class CaptureResult(WriteResult):
     redactions: dict[str, int] = Field(description="Redacted credentials per rule.")
 
 
-class RememberResult(WriteResult):
+class PlacementReason(BaseModel):
+    rule: Literal["confident", "no_searchable_words", "no_candidate", "too_few_terms",
+                  "low_coverage", "ambiguous"] = Field(
+        description="What decided: 'confident' files under the branch; every other rule "
+        "files in the inbox.")
+    branch: str | None = Field(description="The best-scoring candidate branch (MTM path), "
+                               "null when nothing matched.")
+    branch_score: float
+    runner_up: str | None = Field(description="The second-best branch, if any.")
+    runner_up_score: float | None
+    terms: int = Field(description="The fact's searchable words counted.")
+    matched_terms: list[str] = Field(description="Those the best branch's subtree holds.")
+    coverage: float = Field(description="matched_terms over terms.")
+    thresholds: dict[str, float] = Field(description="The rule's constants: min_matched, "
+                                         "min_coverage, min_margin.")
+    leaf: str | None = Field(None, description="With append: the leaf appended to (null when "
+                             "no leaf of the branch matched and a new one was made).")
+    leaf_score: float | None = None
+
+
+class Placement(BaseModel):
+    """Where remember filed a fact it was not told where to file, and why."""
+
+    tree: str
+    branch: str
+    leaf: str
+    title: str = Field(description="The title a new leaf gets.")
+    path: str = Field(description="The STM leaf.")
+    action: Literal["new_leaf", "append", "inbox"]
+    score: float = Field(description="The chosen branch's score (for the inbox: the best "
+                         "candidate's, 0 when there was none).")
+    reason: PlacementReason
+
+
+class RememberReceipt(WriteResult):
     path: str = Field(description="The STM leaf that holds the fact: open it by this path.")
     created: bool = Field(description="True when the leaf was new.")
     event_id: str
@@ -205,6 +239,24 @@ class RememberResult(WriteResult):
     redactions: dict[str, int] = Field(description="Redacted credentials per rule.")
     title_ignored: bool = Field(False, description="True when a title was given for a leaf "
                                 "that exists: the leaf keeps its own.")
+    placement: Placement | None = Field(None, description="Where remember placed the fact and "
+                                        "why; null when the caller named tree, branch and leaf.")
+
+
+class RememberPreview(Result):
+    """A dry run: where the fact would go. Nothing was written."""
+
+    dry_run: Literal[True]
+    path: str = Field(description="The STM leaf the fact would be filed in.")
+    created: bool = Field(description="True when that leaf would be new.")
+    placement: Placement | None = Field(description="The placement; null when the caller named "
+                                        "tree, branch and leaf.")
+
+
+class RememberResult(RootModel[RememberReceipt | RememberPreview]):
+    """The receipt of a write, or with dry_run the preview."""
+
+    model_config = ConfigDict(json_schema_extra={"type": "object"})  # MCP: an object schema
 
 
 # --- consolidation proposals -----------------------------------------------------------------

@@ -131,6 +131,27 @@ def nodes(con: sqlite3.Connection, paths: list[str]) -> list[Node]:
     return [Node._make(row) for row in rows]
 
 
+def children(con: sqlite3.Connection, parent_path: str, prefix: str) -> list[Node]:
+    """The indexed documents whose parent is ``parent_path``; their paths start with ``prefix``
+    (``routes.children_prefix``), which keeps the read to one range of the path index."""
+    rows = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path >= ? AND d.path < ? "
+                       "AND d.parent_path = ? ORDER BY d.path",
+                       (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1), parent_path))
+    return [Node._make(row) for row in rows]
+
+
+def holding(con: sqlite3.Connection, term: str, rowids: list[int]) -> set[int]:
+    """Which of these documents hold a term (a MATCH over just them, not over the index)."""
+    found: set[int] = set()
+    for start in range(0, len(rowids), 400):  # below SQLite's bound on parameters
+        chunk = rowids[start:start + 400]
+        marks = ",".join("?" * len(chunk))
+        found.update(rowid for (rowid,) in con.execute(
+            f"SELECT rowid FROM terms WHERE terms MATCH ? AND rowid IN ({marks})",
+            [f'"{term}"', *chunk]))
+    return found
+
+
 def doc_by_path(con: sqlite3.Connection, path: str) -> Node | None:
     row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?", (path,)).fetchone()
     return None if row is None else Node._make(row)

@@ -236,3 +236,35 @@ def test_a_failure_lists_at_most_twenty_issues_escaped(capsys):
     assert len(lines) == 22 and lines[-1] == "  ... 10 more"
     assert lines[1] == ("  04 stm/t/b/[bold]leaf-0\\x1b[2J.md  link_lateral  "
                         "links within the same layer")
+
+
+def test_remember_takes_the_fact_as_an_argument_and_places_it(example_forest, monkeypatch):
+    from conftest import tree_state
+
+    operations.index(example_forest)
+    fact = "Kimchi batch 8 started with less salt."
+    before = tree_state(example_forest.parent)
+    dry = run_cli("remember", example_forest, "--dry-run", fact)
+    assert dry.code == 0, dry.stderr
+    assert "dry run: nothing written" in dry.stdout
+    assert "04 stm/kitchen/fermentation/kimchi-batch-8-started-with-less.md" in dry.stdout
+    assert "placed under 03 mtm/kitchen/fermentation.md (new leaf): score" in dry.stdout
+    assert tree_state(example_forest.parent) == before
+    out = run_cli("remember", example_forest, fact, "--json").json()
+    assert out["ok"] and out["path"].startswith("04 stm/kitchen/fermentation/kimchi-batch-8")
+    assert out["placement"]["reason"]["rule"] == "confident"
+    # ROOT left out: the one argument is the fact, filed in the default root.
+    monkeypatch.setenv("MEMORY_FOREST_ROOT", str(example_forest))
+    inbox = run_cli("remember", "Boiler service booked for 9 December.")
+    assert inbox.code == 0, inbox.stderr
+    assert "+ 04 stm/inbox/inbox/boiler-service-booked-for-9-december.md" in inbox.stdout
+    assert "placed in the inbox (no_candidate)" in inbox.stdout
+    # A forest's root alone is a forgotten fact, not a fact about a path.
+    before = tree_state(example_forest.parent)
+    forgot = run_cli("remember", example_forest, "--json")
+    assert forgot.code == 2 and forgot.json()["error"]["code"] == "content_required"
+    both = run_cli("remember", example_forest, "a fact", "--content", "another", "--json")
+    assert both.json()["error"]["code"] == "content_required"
+    partial = run_cli("remember", example_forest, "a fact", "--tree", "kitchen", "--json")
+    assert partial.code == 2 and partial.json()["error"]["code"] == "placement_incomplete"
+    assert tree_state(example_forest.parent) == before

@@ -248,3 +248,140 @@ def test_a_wide_leaf_and_shard_are_rewritten_0600_and_the_receipt_says_so(exampl
     stored = json.loads((example_forest / ".memory-forest/receipts"
                          / f"{out['transaction_id']}.json").read_text(encoding="utf-8"))
     assert stored["modes_restored"] == out["modes_restored"]
+
+
+# --- without placement ----------------------------------------------------------------------
+
+
+def test_a_fact_without_placement_gets_a_leaf_under_its_branch(example_forest):
+    from memory_forest.retrieve import retrieve, route
+
+    out = remember(example_forest, content="Kimchi batch 8 started with less salt.\nDay 1.")
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-8-started-with-less.md"
+    assert out["path"] == rel and out["created"] is True and out["index_built"]
+    placement = out["placement"]
+    assert placement["action"] == "new_leaf" and placement["path"] == rel
+    assert placement["reason"]["rule"] == "confident"
+    assert placement["reason"]["branch"] == "03 mtm/kitchen/fermentation.md"
+    assert facts(example_forest, rel).title == "Kimchi batch 8 started with less salt"
+    assert "- [[04 stm/kitchen/fermentation/kimchi-batch-8-started-with-less|Kimchi batch 8" \
+        in (example_forest / "03 mtm/kitchen/fermentation.md").read_text(encoding="utf-8")
+    [record] = istm_records(example_forest)[-1:]
+    assert record["payload"]["route"] == {"tree": "kitchen", "branch": "fermentation",
+                                          "leaf": "kimchi-batch-8-started-with-less"}
+    # The index has the new leaf at once.
+    assert route(example_forest, "kimchi batch 8 started")["results"][0]["path"] == rel
+    trails = retrieve(example_forest, "less salt kimchi batch 8")["trails"]
+    assert trails[0]["nodes"][-1]["path"] == rel
+    assert_whole(example_forest)
+
+
+def test_an_unplaceable_fact_goes_to_a_new_inbox_with_its_parents(example_forest):
+    out = remember(example_forest, content="Boiler service booked for 9 December.")
+    rel = "04 stm/inbox/inbox/boiler-service-booked-for-9-december.md"
+    assert out["path"] == rel and out["placement"]["action"] == "inbox"
+    created = {t["path"] for t in out["touched"] if t["before_sha256"] is None}
+    assert created == {"02 ltm/inbox_LTM.md", "03 mtm/inbox/inbox.md", rel, out["shard"]}
+    assert facts(example_forest, "02 ltm/inbox_LTM.md").title == "Inbox"
+    assert facts(example_forest, "03 mtm/inbox/inbox.md").title == "Inbox"
+    assert facts(example_forest, rel).title == "Boiler service booked for 9 December"
+    second = remember(example_forest, content="Boiler service booked for 9 December.")
+    assert second["path"] == "04 stm/inbox/inbox/boiler-service-booked-for-9-december-2.md"
+    assert_whole(example_forest)
+
+
+def test_append_adds_the_fact_to_the_best_leaf(example_forest):
+    rel = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    before = (example_forest / rel).read_text(encoding="utf-8")
+    out = remember(example_forest, content="Kimchi batch 7 tasted sour on day 12.",
+                   append=True, title="Not used")
+    assert out["path"] == rel and out["created"] is False and out["title_ignored"] is True
+    assert out["placement"]["action"] == "append" and out["placement"]["reason"]["leaf"] == rel
+    after = (example_forest / rel).read_text(encoding="utf-8")
+    assert after.startswith(before[:40]) and after.rstrip().endswith("tasted sour on day 12.")
+    assert facts(example_forest, rel).title == "Kimchi batch 7"
+    assert_whole(example_forest)
+
+
+def test_explicit_placement_wins_and_has_no_placement(example_forest):
+    out = remember(example_forest, "kitchen", "fermentation", "boiler", None,
+                   "Boiler service booked for 9 December.", append=True)
+    assert out["path"] == "04 stm/kitchen/fermentation/boiler.md" and out["placement"] is None
+    assert not (example_forest / "04 stm/inbox").exists()
+
+
+@pytest.mark.parametrize("route", [{"tree": "kitchen"}, {"tree": "kitchen", "branch": "x"},
+                                   {"leaf": "x"}])
+def test_a_partial_placement_is_refused(example_forest, route):
+    before = contents(example_forest)
+    with pytest.raises(ForestError) as info:
+        remember(example_forest, content="fact", **route)
+    assert info.value.code == "placement_incomplete" and info.value.exit_code == 2
+    assert contents(example_forest) == before
+    with pytest.raises(ForestError) as info:
+        remember(example_forest)
+    assert info.value.code == "content_required"
+
+
+def test_a_dry_run_writes_nothing_and_says_where(example_forest):
+    from conftest import tree_state
+
+    from memory_forest import operations
+
+    # No index: a placement cannot be made, and a dry run does not build one.
+    before = tree_state(example_forest)
+    with pytest.raises(ForestError) as info:
+        remember(example_forest, content="Kimchi batch 8.", dry_run=True)
+    assert info.value.code == "index_missing" and tree_state(example_forest) == before
+    operations.index(example_forest)
+    # Every byte, mode and mtime, the state directory and the lock beside the forest included.
+    before = tree_state(example_forest.parent)
+    preview = remember(example_forest, content="Kimchi batch 8 started with less salt.",
+                       dry_run=True, transaction_id="tx-dry")
+    assert preview["dry_run"] is True and preview["created"] is True
+    assert preview["path"] == preview["placement"]["path"] == \
+        "04 stm/kitchen/fermentation/kimchi-batch-8-started-with-less.md"
+    appended = remember(example_forest, content="Kimchi batch 7 tasted sour.", append=True,
+                        dry_run=True)
+    assert appended["created"] is False and appended["placement"]["action"] == "append"
+    explicit = remember(example_forest, "kitchen", "fermentation", "kimchi-batch-7", None,
+                        "x", dry_run=True)
+    assert explicit["created"] is False and explicit["placement"] is None
+    assert tree_state(example_forest.parent) == before
+    assert not (example_forest / ".memory-forest/receipts").exists()
+    # The same request then written lands where the dry run said.
+    out = remember(example_forest, content="Kimchi batch 8 started with less salt.")
+    assert out["path"] == preview["path"] and out["placement"] == preview["placement"]
+
+
+def test_a_retry_returns_the_stored_placement(example_forest):
+    first = remember(example_forest, content="Boiler service booked.", transaction_id="tx-b")
+    again = remember(example_forest, content="Boiler service booked.", transaction_id="tx-b")
+    assert again["already_applied"] is True and again["placement"] == first["placement"]
+    with pytest.raises(ForestError) as info:
+        remember(example_forest, content="Boiler service booked.", append=True,
+                 transaction_id="tx-b")
+    assert info.value.code == "transaction_id_conflict"
+
+
+def test_a_secret_never_names_a_placed_leaf(example_forest):
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    out = remember(example_forest, content=f"{secret} is the boiler portal key.")
+    assert secret not in out["path"] and secret not in json.dumps(out)
+    assert out["placement"]["title"].startswith("[REDACTED:api_key]")
+    assert secret not in (example_forest / out["path"]).read_text(encoding="utf-8")
+    titled = remember(example_forest, content="Boiler portal.", title=f"Key {secret}")
+    assert titled["path"] == "04 stm/inbox/inbox/key-redacted-api-key.md"
+    assert facts(example_forest, titled["path"]).title == "Key [REDACTED:api_key]"
+
+
+def test_placed_results_validate_against_the_published_model(example_forest):
+    from memory_forest import operations, schemas
+
+    schemas.RememberResult.model_validate(remember(example_forest, content="Boiler."))
+    operations.index(example_forest)
+    schemas.RememberResult.model_validate(remember(example_forest, content="Kimchi batch.",
+                                                   dry_run=True))
+    with pytest.raises(ValueError):  # a preview is not a receipt, nor the reverse
+        schemas.RememberResult.model_validate({"ok": True, "operation": "remember",
+                                               "schema_version": 1, "dry_run": True})

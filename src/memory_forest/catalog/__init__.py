@@ -47,12 +47,13 @@ class Param:
     long). Text that may come from a file on the CLI names its ``file_flags``
     (``--file``, or a lone ``-`` positional with ``stdin_mark``); ``reader``
     turns those bytes into the value, and ``parser`` does the same for a
-    tool's inline value.
+    tool's inline value. An option with ``positional_value`` may also be
+    given as the command's last positional word (``remember ROOT "fact"``).
     """
 
     __slots__ = ("cli", "default", "doc", "file_flags", "flags", "help", "input_code", "kind",
-                 "max_bytes", "metavar", "name", "parser", "reader", "required", "schema",
-                 "stdin_mark", "tool", "tool_max", "tool_type")
+                 "max_bytes", "metavar", "name", "parser", "positional_value", "reader",
+                 "required", "schema", "stdin_mark", "tool", "tool_max", "tool_type")
 
     def __init__(self, name: str, kind: str = TEXT, help: str = "", *,
                  flags: tuple[str, ...] = (), default: Any = None, required: bool = False,
@@ -61,7 +62,8 @@ class Param:
                  tool_max: float | None = None, file_flags: tuple[str, ...] = (),
                  stdin_mark: bool = False, reader: str | None = None,
                  parser: str | None = None, tool_type: str | None = None,
-                 max_bytes: int | str | None = None, input_code: str | None = None) -> None:
+                 max_bytes: int | str | None = None, input_code: str | None = None,
+                 positional_value: bool = False) -> None:
         if kind == FLAG:
             default = False  # a flag is given or not: its default is never anything else
         elif kind == TEXTS and default is None:
@@ -72,6 +74,7 @@ class Param:
         self.doc = doc or help
         self.schema, self.tool_max, self.tool_type = schema or {}, tool_max, tool_type
         self.file_flags, self.stdin_mark = file_flags, stdin_mark
+        self.positional_value = positional_value
         self.reader, self.parser, self.max_bytes = reader, parser, max_bytes
         self.input_code = input_code or name
 

@@ -19,7 +19,11 @@ OPERATIONS = (
         params=(Param("target", PATH, "Path of the new forest (must not exist).",
                       required=True, metavar="ROOT"),
                 Param("example", FLAG, "Fill it with the synthetic example.",
-                      flags=("--example",))),
+                      flags=("--example",)),
+                Param("inbox", FLAG, "Also create the inbox tree and branch (02 ltm/inbox_LTM.md, "
+                      "03 mtm/inbox/inbox.md) where remember files facts it cannot place, and "
+                      "the index; without it remember creates them on first use.",
+                      flags=("--inbox",))),
         forest=False, writes=True, render="init"),
     Operation(
         "validate", "memory_forest.operations:validate",

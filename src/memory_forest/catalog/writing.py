@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import DOCUMENT, TEXT, TEXTS, Operation, Param
+from . import DOCUMENT, FLAG, TEXT, TEXTS, Operation, Param
 from .params import MAX_TOOL_WAIT, PLAN, TRANSACTION_ID, WAIT
 
 _SEGMENT = {"minLength": 1, "maxLength": "memory_forest.routes:MAX_SEGMENT"}
@@ -26,15 +26,22 @@ CAPTURE_TOOL = (
 REMEMBER_TOOL = (
     "Record one durable fact now, in one transaction: the content is captured as an ISTM event "
     "(kind 'remember', redacted like capture) in today's '06 istm/YYYY-MM-DD.jsonl' and filed as "
-    "a dated block, citing that event, in the STM leaf '04 stm/<tree>/<branch>/<leaf>.md'. An "
-    "existing leaf gets the block appended and keeps its title; a new leaf is created with "
-    "'title' (default: from its name), after any missing parent (branch "
-    "'03 mtm/<tree>/<branch>.md', tree '02 ltm/<tree>_LTM.md'), parent first, each parent "
-    "gaining one link to its new child. The content is stored as written; only what would "
-    "change the leaf's structure is neutralized, visibly (a heading line indented, '[[' written "
-    "'\\[\\['), so it adds no heading, wikilink or frontmatter. No other canonical file changes. "
-    "The index is updated, so retrieve and open find the leaf at once. The forest lock is held "
-    "only while the write runs (lock_held when another writer has it; 'wait' waits up to "
+    "a dated block, citing that event, in an STM leaf '04 stm/<tree>/<branch>/<leaf>.md'. Leave "
+    "tree, branch and leaf out and the tool places the fact: it ranks the existing branches and "
+    "leaves against it (the index retrieve uses) and, when one branch matches with confidence, "
+    "files a new leaf there (named and titled from the fact's first words, or 'title'), or with "
+    "append=true adds the block to that branch's best-matching leaf; otherwise it files a new "
+    "leaf in the inbox, '04 stm/inbox/inbox/'. The result's 'placement' says where it went and "
+    "why (the branch, its score, the rule that decided); check it, and move an inbox fact later "
+    "if you know its place. Give all of tree, branch and leaf to choose yourself "
+    "(placement_incomplete for only some): an existing leaf gets the block appended and keeps "
+    "its title; a new leaf is created with 'title' (default: from its name), after any missing "
+    "parent, each parent gaining one link to its new child. dry_run=true returns the placement "
+    "and writes nothing. The content is stored as written; only what would change the leaf's "
+    "structure is neutralized, visibly (a heading line indented, '[[' written '\\[\\['), so "
+    "it adds no heading, wikilink or frontmatter. No other canonical file changes. The index is "
+    "updated, so retrieve and open find the leaf at once. The forest lock is held only while the "
+    "write runs (lock_held when another writer has it; 'wait' waits up to "
     f"{MAX_TOOL_WAIT:g} s). Pass a transaction_id to retry safely: the same id and arguments "
     "return the stored receipt (already_applied=true) instead of writing twice.")
 
@@ -51,7 +58,7 @@ EVENTS = Param(
 
 CONTENT = Param(
     "content", TEXT, "The fact to remember.", flags=("--content",), required=True,
-    file_flags=("--file", "-f"), metavar="TEXT",
+    file_flags=("--file", "-f"), metavar="TEXT", positional_value=True,
     doc="The fact to remember (at most 256 KiB of UTF-8). Stored as written; only what would "
     "add structure is neutralized: a heading line is indented, '[[' is written '\\[\\['. It "
     "cannot add headings, wikilinks or frontmatter.", schema={"minLength": 1},
@@ -68,26 +75,35 @@ OPERATIONS = (
         result="CaptureResult"),
     Operation(
         "remember", "memory_forest.writers.remember:remember",
-        "Capture one fact as an ISTM event and file it in an STM leaf, in one transaction.",
-        "memory-forest remember ~/memory --tree kitchen --branch pickles --leaf dill "
-        '--title "Dill pickles" --content "Brine at 5 percent."',
+        "Capture one fact as an ISTM event and file it in an STM leaf (placed for you, or where "
+        "you say), in one transaction.",
+        'memory-forest remember ~/memory "Kimchi batch 8: less salt, 2 weeks at 4 C." --dry-run',
+        help="Without --tree, --branch and --leaf the fact is placed: a new leaf under the "
+        "branch it matches with confidence (with --append, that branch's best leaf), else a "
+        "new leaf in the inbox tree (04 stm/inbox/inbox/). The receipt's placement says where "
+        "and why. Give all three to choose the leaf yourself (docs/writing.md, \"Where "
+        "remember files a fact\").",
         params=(
-            Param("tree", TEXT, "Tree (domain) name.", flags=("--tree",), required=True,
+            Param("tree", TEXT, "Tree (domain) name; with --branch and --leaf.", flags=("--tree",),
                   schema=_SEGMENT,
-                  doc="Tree (domain) name: the '<tree>' of '02 ltm/<tree>_LTM.md'. Reuse a tree "
-                  "that route or retrieve showed when the fact belongs there."),
-            Param("branch", TEXT, "Branch name inside the tree.", flags=("--branch",),
-                  required=True, schema=_SEGMENT,
-                  doc="Branch name inside the tree: '03 mtm/<tree>/<branch>.md'."),
-            Param("leaf", TEXT, "Leaf (STM record) name.", flags=("--leaf",), required=True,
-                  schema=_SEGMENT,
+                  doc="Tree (domain) name: the '<tree>' of '02 ltm/<tree>_LTM.md'. Give tree, "
+                  "branch and leaf together, or none of them to let remember place the fact."),
+            Param("branch", TEXT, "Branch name inside the tree; with --tree and --leaf.",
+                  flags=("--branch",), schema=_SEGMENT,
+                  doc="Branch name inside the tree: '03 mtm/<tree>/<branch>.md'. Only with tree "
+                  "and leaf."),
+            Param("leaf", TEXT, "Leaf (STM record) name; with --tree and --branch.",
+                  flags=("--leaf",), schema=_SEGMENT,
                   doc="Leaf (STM record) name: '04 stm/<tree>/<branch>/<leaf>.md'. An existing "
-                  "leaf gets the fact appended."),
-            Param("title", TEXT, "Title of the leaf when it is new (default: from its name); an "
-                  "existing leaf keeps its own.", flags=("--title",),
+                  "leaf gets the fact appended. Only with tree and branch."),
+            Param("title", TEXT, "Title of the leaf when it is new (default: from the fact's "
+                  "first words, or the leaf's name); an existing leaf keeps its own.",
+                  flags=("--title",),
                   schema={"minLength": 1, "maxLength": "memory_forest.writers.markdown:MAX_TITLE"},
-                  doc="Title of the leaf when it is new; one line. Default: from the leaf's "
-                  "name. An existing leaf keeps its title (the result says title_ignored)."),
+                  doc="Title of the leaf when it is new; one line. Default: the fact's first "
+                  "words when remember places the fact, else the leaf's name. A placed leaf is "
+                  "named from it too. An existing leaf keeps its title (the result says "
+                  "title_ignored)."),
             CONTENT,
             Param("source", TEXT, "Who remembers: the ISTM event's source.", flags=("--source",),
                   default="memory-forest", schema=_LABEL,
@@ -99,6 +115,17 @@ OPERATIONS = (
                   doc="Title of the branch if it is new. Default: its name."),
             Param("tag", TEXTS, "Tag of a new leaf; repeatable.", flags=("--tag",),
                   default=None, doc="Tags of the leaf if it is new."),
+            Param("append", FLAG, "When placed: add the fact to the best-matching leaf of the "
+                  "chosen branch instead of a new leaf.", flags=("--append",),
+                  doc="When remember places the fact under a branch with confidence: append it "
+                  "to that branch's best-matching leaf instead of creating a new leaf (a new "
+                  "leaf when none matched). Ignored with an explicit leaf, which is appended to "
+                  "when it exists."),
+            Param("dry_run", FLAG, "Print where the fact would go; write nothing, take no lock.",
+                  flags=("--dry-run",),
+                  doc="Return the placement (or the explicit leaf) and whether the leaf would be "
+                  "new; nothing is written, no lock taken, no index built (a placement needs "
+                  "the index: index_missing without one)."),
             TRANSACTION_ID, WAIT),
         writes=True, destructive=False, render="receipt", tool=REMEMBER_TOOL,
         title="Remember a fact", result="RememberResult"),

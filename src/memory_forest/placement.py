@@ -1,0 +1,236 @@
+"""Where a fact belongs: ``place`` ranks the forest's branches and leaves against it.
+
+``remember`` without a tree, branch and leaf asks ``place`` where to file the
+fact, and consolidation asks it for each proposed record. The answer comes
+from the index alone (the same FTS5 evidence ``retrieve`` ranks with, read
+through ``forest.reader()``): no body is opened, nothing is written.
+
+The rule, deterministic for one fact and one index (docs/writing.md, "Where
+remember files a fact"):
+
+1. The fact's terms are its distinct searchable words (``text.query_terms``),
+   at most ``MAX_QUERY_TERMS`` of them counted.
+2. Every active STM leaf and MTM branch the terms find (BM25 with the phrase
+   and proximity bonuses of ``ranking.evidence``) votes for its branch; a
+   branch scores its own evidence plus that of its best leaf. Branches in
+   the inbox tree, inactive branches and branches missing from the index
+   are never candidates.
+3. The best branch is a confident placement when its subtree (the branch
+   and its active leaves) holds at least ``MIN_MATCHED`` of the fact's terms
+   (all of them for a shorter fact) and at least ``MIN_COVERAGE`` of them,
+   and its score is at least ``MIN_MARGIN`` times the runner-up's.
+4. Confident: a new leaf under that branch, or with ``append`` the branch's
+   best-scoring leaf (a new leaf when none of its leaves matched). Otherwise:
+   a new leaf in the inbox, ``04 stm/inbox/inbox/``.
+
+A new leaf is named by a slug of the fact's first words (of the title when
+the caller gives one), made unique among the branch's leaves on disk and in
+the index, and titled by the fact's first words unless a title is given.
+The text should be the fact as it will be stored (already redacted): the
+leaf's name and title are derived from it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import store
+from .forest import Forest
+from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
+from .routes import children_prefix, mtm_path, stm_path
+from .text import query_terms
+
+INBOX_TREE = "inbox"
+INBOX_BRANCH = "inbox"
+
+# The confidence rule, tuned on the example forest (docs/writing.md shows the scores).
+MIN_MATCHED = 2  # one shared word is a coincidence; two start to be a topic
+MIN_COVERAGE = 0.3  # the branch must hold this share of the fact's terms
+MIN_MARGIN = 1.5  # and outscore the next branch by this factor, or the choice is a guess
+CANDIDATE_DEPTH = 50  # documents ranked per fact: enough to find every serious branch
+
+SLUG_WORDS = 6
+SLUG_CHARS = 60
+TITLE_WORDS = 8
+TITLE_CHARS = 80
+_SLUG_WORD = re.compile(r"[^\W_]+")
+_TITLE_TRIM = ".,;:!?-\u2013\u2014 "
+
+Action = Literal["new_leaf", "append", "inbox"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a fact goes, and why: the receipt's ``placement``."""
+
+    tree: str
+    branch: str
+    leaf: str
+    title: str
+    path: str  # the STM leaf, '04 stm/<tree>/<branch>/<leaf>.md'
+    action: Action
+    score: float  # the chosen branch's score; the best candidate's for the inbox
+    reason: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tree": self.tree, "branch": self.branch, "leaf": self.leaf,
+                "title": self.title, "path": self.path, "action": self.action,
+                "score": self.score, "reason": dict(self.reason)}
+
+
+def place(forest: Forest, text: str, *, append: bool = False,
+          title: str | None = None) -> Placement:
+    """Where ``text`` belongs in this forest (read-only; ``index_missing`` without an index)."""
+    terms = query_terms(text)
+    counted = min(len(terms), MAX_QUERY_TERMS)
+    thresholds = {"min_matched": MIN_MATCHED, "min_coverage": MIN_COVERAGE,
+                  "min_margin": MIN_MARGIN}
+    con = forest.reader()
+    chosen = chosen_terms(con, terms) if terms else []
+    ranked = _branches(con, chosen) if chosen else []
+    best = ranked[0] if ranked else None
+    runner = ranked[1] if len(ranked) > 1 else None
+    matched = _matched(con, chosen, best) if best else []
+    reason: dict[str, Any] = {
+        "rule": _verdict(counted, matched, best, runner),
+        "branch": best.path if best else None,
+        "branch_score": best.score if best else 0.0,
+        "runner_up": runner.path if runner else None,
+        "runner_up_score": runner.score if runner else None,
+        "terms": counted, "matched_terms": matched,
+        "coverage": round(len(matched) / counted, 4) if counted else 0.0,
+        "thresholds": thresholds,
+    }
+    named = title or _first_words(text)
+    if best is None or reason["rule"] != "confident":
+        leaf = _unique_leaf(forest, con, INBOX_TREE, INBOX_BRANCH, named)
+        return Placement(INBOX_TREE, INBOX_BRANCH, leaf, named,
+                         stm_path(INBOX_TREE, INBOX_BRANCH, leaf), "inbox",
+                         best.score if best else 0.0, reason)
+    if append and best.leaf is not None:
+        leaf_path, leaf_score = best.leaf
+        leaf = leaf_path.rsplit("/", 1)[1][:-3]
+        reason.update(leaf=leaf_path, leaf_score=round(leaf_score, 4))
+        return Placement(best.tree, best.branch, leaf, named, leaf_path, "append", best.score,
+                         reason)
+    if append:
+        reason["leaf"] = None  # asked to append, but no leaf of the branch matched
+    leaf = _unique_leaf(forest, con, best.tree, best.branch, named)
+    return Placement(best.tree, best.branch, leaf, named, stm_path(best.tree, best.branch, leaf),
+                     "new_leaf", best.score, reason)
+
+
+# --- ranking ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Branch:
+    tree: str
+    branch: str
+    path: str
+    rowid: int = 0
+    own: float = 0.0  # the branch document's own evidence
+    leaf: tuple[str, float] | None = None  # its best active leaf with evidence
+    score: float = 0.0
+
+
+def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
+    """Candidate branches, best first: active, indexed, outside the inbox, with evidence."""
+    found: dict[str, _Branch] = {}
+    for path, (row, score) in evidence(con, terms, CANDIDATE_DEPTH).items():
+        parts = path.split("/")
+        if row.status in INACTIVE or parts[0] not in ("03 mtm", "04 stm") \
+                or parts[1] == INBOX_TREE:
+            continue
+        tree, branch = parts[1], parts[2].removesuffix(".md")
+        owner = found.setdefault(mtm_path(tree, branch), _Branch(tree, branch,
+                                                                 mtm_path(tree, branch)))
+        if parts[0] == "03 mtm":
+            owner.own = score
+        elif owner.leaf is None or (-score, path) < (-owner.leaf[1], owner.leaf[0]):
+            owner.leaf = (path, score)
+    rows = {row.path: row for row in store.nodes(con, sorted(found))}
+    ranked = []
+    for path, candidate in found.items():
+        row = rows.get(path)
+        if row is None or row.status in INACTIVE:
+            continue  # a leaf whose branch is not indexed, or is retired, is no destination
+        candidate.rowid = row.rowid
+        candidate.score = round(candidate.own + (candidate.leaf[1] if candidate.leaf else 0.0), 4)
+        ranked.append(candidate)
+    ranked.sort(key=lambda b: (-b.score, b.path))
+    return ranked
+
+
+def _matched(con: sqlite3.Connection, terms: list[str], branch: _Branch) -> list[str]:
+    """The terms the branch's subtree holds: the branch document and its active leaves."""
+    leaves = store.children(con, branch.path, children_prefix(branch.path) or "")
+    rowids = [branch.rowid, *(row.rowid for row in leaves if row.status not in INACTIVE)]
+    return [term for term in terms if store.holding(con, term, rowids)]
+
+
+def _verdict(counted: int, matched: list[str], best: _Branch | None,
+             runner: _Branch | None) -> str:
+    if not counted:
+        return "no_searchable_words"
+    if best is None:
+        return "no_candidate"
+    if len(matched) < min(MIN_MATCHED, counted):
+        return "too_few_terms"
+    if len(matched) / counted < MIN_COVERAGE:
+        return "low_coverage"
+    if runner is not None and best.score < MIN_MARGIN * runner.score:
+        return "ambiguous"
+    return "confident"
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+def _first_words(text: str) -> str:
+    """A title from the fact's first line: up to TITLE_WORDS words, TITLE_CHARS characters."""
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    words: list[str] = []
+    for word in line.lstrip("#> -*\t").split():
+        if len(words) == TITLE_WORDS or (words and len(" ".join([*words, word])) > TITLE_CHARS):
+            break
+        words.append(word[:TITLE_CHARS])
+    return " ".join(words).strip(_TITLE_TRIM) or "Note"
+
+
+def slug(text: str) -> str:
+    """A leaf name from text: its first words, lower case, NFC, joined by hyphens."""
+    words = _SLUG_WORD.findall(unicodedata.normalize("NFC", text).lower())
+    name = ""
+    for word in words[:SLUG_WORDS]:
+        longer = f"{name}-{word}" if name else word
+        if len(longer) > SLUG_CHARS:
+            name = name or word[:SLUG_CHARS]
+            break
+        name = longer
+    return unicodedata.normalize("NFC", name) or "note"
+
+
+def _unique_leaf(forest: Forest, con: sqlite3.Connection, tree: str, branch: str,
+                 named: str) -> str:
+    """``slug(named)``, or with ``-2``, ``-3``... when the branch already has a leaf of that
+    name (case folded, on disk or in the index)."""
+    branch_path = mtm_path(tree, branch)
+    taken = {row.path.rsplit("/", 1)[1][:-3].casefold()
+             for row in store.children(con, branch_path, children_prefix(branch_path) or "")}
+    try:
+        with os.scandir(forest.root / "04 stm" / tree / branch) as listing:
+            taken.update(entry.name.removesuffix(".md").casefold() for entry in listing)
+    except OSError:
+        pass  # no folder yet (or unreadable): the index's names are all there is to avoid
+    base = slug(named)
+    name, number = base, 1
+    while name.casefold() in taken:
+        number += 1
+        name = f"{base}-{number}"
+    return name
