@@ -173,12 +173,14 @@ def test_events_of_one_day_placed_in_one_leaf_become_one_entry(example):
         leaves = [leaf_of(entry["placement"]) for entry in day["entries"]]
         assert len(leaves) == len(set(leaves)), "two entries of one day share a leaf"
     first, second = entry_for(proposal, one), entry_for(proposal, two)
-    if leaf_of(first["placement"]) == leaf_of(second["placement"]):
-        assert first is second and len(first["sources"]) == 2
-        assert first["summary"].split("\n") == [
-            "- Kimchi batch 7 fermentation: added more salt to the brine.",
-            "- Kimchi batch 7 fermentation: the brine is clear again."]
-    assert entry_for(proposal, other_day) is not first
+    # Both continue the kimchi record: placement appends them to it, so they are one entry.
+    assert leaf_of(first["placement"]) == "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+    assert first is second and len(first["sources"]) == 2
+    assert first["summary"].split("\n") == [
+        "- Kimchi batch 7 fermentation: added more salt to the brine.",
+        "- Kimchi batch 7 fermentation: the brine is clear again."]
+    later = entry_for(proposal, other_day)
+    assert later is not first and leaf_of(later["placement"]) == leaf_of(first["placement"])
     ids = [entry["entry_id"] for entry in new_entries(proposal)]
     assert len(ids) == len(set(ids))
 
