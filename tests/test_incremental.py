@@ -2,16 +2,18 @@
 
 Each example starts from the example forest, applies a random sequence of
 edits, additions, deletions, renames, mode changes, duplicate ids, names
-that differ only by case and symlinks, and after every change compares the
-incrementally kept index (every table: documents, full text, quarantine,
-problems, references) with a full rebuild of the same files. Changed files
-get a distinct mtime an hour in the past, so the build trusts the stat of
-every file it did not see change, as it would in use: nothing is re-read
-just because it is recent.
+that differ only by case, symlinks, captures, Daily entries and citations,
+and after every change compares the incrementally kept index (every table:
+documents, full text, quarantine, problems, references, fragments and their
+full text, citations, and the unfiled list) with a full rebuild of the same
+files. Changed files get a distinct mtime an hour in the past, so the build
+trusts the stat of every file it did not see change, as it would in use:
+nothing is re-read just because it is recent.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -23,7 +25,7 @@ from forestkit import render_doc, write_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_forest import checks, index, operations
+from memory_forest import checks, index, operations, store
 from memory_forest.statefiles import index_path
 
 HOUR_NS = 3600 * 10**9
@@ -155,6 +157,54 @@ class Changes:
                        render_doc(f"{LEAVES}/kitchen/linked-{seed % 2}/under.md", "Under", "",
                                   f"under-{seed}"))
 
+    def capture(self, seed: int) -> None:
+        """A new event in an ISTM shard (a new shard or the end of one)."""
+        day = f"2026-11-{seed % 3 + 27:02d}"
+        event = {"event_id": f"evt-step-{self.step}-{seed}", "observed_at": f"{day}T10:00:00Z",
+                 "captured_at": "2026-11-29T10:00:00Z", "source": "test", "kind": "note",
+                 "payload": {"text": f"capture {seed}"}}
+        path = self.root / f"06 istm/{day}.jsonl"
+        old = path.read_bytes() if path.exists() else b""
+        write_file(self.root, f"06 istm/{day}.jsonl", old + json.dumps(event).encode() + b"\n")
+
+    def daily_entry(self, seed: int) -> None:
+        """A new ``## entry`` in a Daily record, citing an event when one exists."""
+        path = self.root / "05 daily/2026-11-28.md"
+        if path.exists():
+            pointer = self.pick(self.pointers("06 istm"), seed)
+            sources = f"Sources: `{pointer}`\n" if pointer else ""
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(f"\n## d-step-{self.step}\n\nEntry {seed}.\n{sources}")
+
+    def cite(self, seed: int) -> None:
+        """A branch or leaf rewritten to cite a capture (an event or a Daily entry), or to
+        cite nothing any more."""
+        rel = self.pick(self.files("03 mtm") + self.leaf_paths(), seed)
+        pointer = self.pick(self.pointers("06 istm") + self.pointers("05 daily"), seed // 3)
+        if rel:
+            text = render_doc(rel, f"Cites {seed}", f"cites {seed}", f"cite-{rel}")
+            if pointer and seed % 4:
+                sources = f"sources:\n  - {json.dumps(pointer)}\n---\n#"
+                text = text.replace(b"---\n#", sources.encode(), 1)
+            write_file(self.root, rel, text)
+
+    def pointers(self, layer: str) -> list[str]:
+        """Every capture pointer (``path#anchor``) in a source layer, as the files hold them."""
+        found = []
+        for rel in self.files(layer, suffix=""):
+            text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+            for line in text.splitlines():
+                if line.startswith("## "):
+                    found.append(f"{rel}#{line[3:].strip()}")
+                elif line.startswith("{"):
+                    try:
+                        event_id = json.loads(line).get("event_id")
+                    except (ValueError, AttributeError):
+                        continue
+                    if isinstance(event_id, str):
+                        found.append(f"{rel}#{event_id}")
+        return found
+
     def copy_events(self, seed: int) -> None:
         """An event file copied under another day: every event id now twice."""
         source = self.pick(self.files("06 istm", suffix=".jsonl"), seed)
@@ -165,7 +215,7 @@ class Changes:
 
 
 CHANGES = [name for name in vars(Changes) if not name.startswith("_")
-           and name not in ("files", "pick", "leaf_paths", "backdate")]
+           and name not in ("files", "pick", "leaf_paths", "backdate", "pointers")]
 
 
 def index_state(root: Path) -> dict[str, list]:
@@ -174,7 +224,8 @@ def index_state(root: Path) -> dict[str, list]:
     try:
         tables = {
             "docs": "SELECT path, layer, layer_number, tree, branch, leaf, parent_path, doc_id,"
-                    " title, status, sha256, size, mtime_ns, ino, facts FROM docs",
+                    " title, status, sha256, size, mtime_ns, ino, facts, updated, superseded_by"
+                    " FROM docs",
             "terms": "SELECT d.path, t.title, t.path, t.body FROM terms t JOIN docs d"
                      " ON d.rowid = t.rowid",
             "orphan_terms": "SELECT rowid FROM terms WHERE rowid NOT IN (SELECT rowid FROM docs)",
@@ -182,11 +233,21 @@ def index_state(root: Path) -> dict[str, list]:
             "problems": "SELECT * FROM problems",
             "links": "SELECT * FROM links",
             "events": "SELECT * FROM events",
+            "fragments": "SELECT d.path, f.kind, f.anchor, f.observed_at, t.body FROM fragments f"
+                         " JOIN docs d ON d.rowid = f.doc JOIN fragment_terms t"
+                         " ON t.rowid = f.rowid",
+            "orphan_fragments": "SELECT rowid FROM fragments WHERE doc NOT IN"
+                                " (SELECT rowid FROM docs) UNION ALL SELECT rowid FROM"
+                                " fragment_terms WHERE rowid NOT IN (SELECT rowid FROM fragments)",
+            "cites": "SELECT * FROM cites",
             "pending": "SELECT * FROM pending",
             "unread": "SELECT value FROM meta WHERE key = 'unread'",
         }
-        return {name: sorted(con.execute(sql).fetchall(), key=repr)
-                for name, sql in tables.items()}
+        state = {name: sorted(con.execute(sql).fetchall(), key=repr)
+                 for name, sql in tables.items()}
+        state["unfiled"] = [(f.kind, f.path, f.anchor, f.observed_at, f.sha256)
+                            for f in store.unfiled(con)]
+        return state
     finally:
         con.close()
 

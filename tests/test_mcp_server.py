@@ -89,7 +89,7 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(forest, tmp_pat
             assert len(tool["description"]) > 80
         assert set(tools["route"]["inputSchema"]["properties"]) == {"query", "limit", "layer"}
         assert set(tools["retrieve"]["inputSchema"]["properties"]) == \
-            {"query", "limit", "query_plan", "strict"}
+            {"query", "limit", "query_plan", "strict", "no_unfiled", "since", "until"}
         assert set(tools["search"]["inputSchema"]["properties"]) == \
             {"query", "limit", "layer", "strict"}
         assert set(tools["open"]["inputSchema"]["properties"]) == {"path",
@@ -122,6 +122,12 @@ def test_read_tools_answer_with_structured_content(forest, tmp_path):
             "query_plan": {"schema_version": 1, "probes": [{"query": "배추김치"}]}})
         assert planned["probes"] == 1 and any(
             not trail["original_query_matched"] for trail in planned["trails"])
+        # The example's tomato entry is in a Daily record no leaf cites: raw evidence.
+        tomato = await client.call("retrieve", {"query": "tomato leaves", "since": "2026-11-28"})
+        assert [u["anchor"] for u in tomato["unfiled"]] == ["d-20261128-tomato"]
+        assert "age_days" in tomato["trails"][0]["nodes"][-1]
+        bare = await client.call("retrieve", {"query": "tomato leaves", "no_unfiled": True})
+        assert bare["unfiled"] == []
         searched = await client.call("search", {"query": "sesame", "layer": ["stm", "daily"]})
         assert searched["count"] >= 1 and "body" not in searched["results"][0]
         status = await client.call("status")
@@ -185,6 +191,7 @@ def test_errors_carry_the_cli_codes(forest, tmp_path):
             ("retrieve", {"query": "q", "query_plan": {"schema_version": 1,
                                                        "probes": [{"query": "x"}] * 9}},
              "query_plan_too_many_probes"),
+            ("retrieve", {"query": "kimchi", "until": "next week"}, "time_invalid"),
             ("open", {"path": KIMCHI, "allow_source_layers": "yes"}, "usage_error"),
             ("no_such_tool", {}, "unknown_tool"),
         ]

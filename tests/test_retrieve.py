@@ -18,6 +18,8 @@ from memory_forest.queryplan import QueryPlan
 
 NODE_KEYS = {"path", "layer", "title", "id", "status", "sha256", "size", "mtime_ns", "verified",
              "changed_since_index", "current_sha256", "missing", "read_error"}
+# A trail node also says how fresh it is and what supersedes it.
+TRAIL_NODE_KEYS = NODE_KEYS | {"updated", "age_days", "superseded_by", "superseded_by_path"}
 TRAIL_KEYS = {"nodes", "complete", "missing", "reason", "score", "status",
               "original_query_matched", "matched_query_plan_probe_count",
               "canonical_parent_child"}
@@ -73,7 +75,7 @@ def test_leaf_match_gives_a_complete_root_first_trail(shapes):
     assert trail["matched_query_plan_probe_count"] == 0
     assert trail["score"] > 0 and trail["status"] == "active"
     for node in trail["nodes"]:
-        assert set(node) == NODE_KEYS
+        assert set(node) == TRAIL_NODE_KEYS
         data = (shapes / node["path"]).read_bytes()
         assert node["sha256"] == hashlib.sha256(data).hexdigest()
         assert node["size"] == len(data)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .checks import Recorder
     from .config import Config
-    from .documents import Facts
+    from .documents import Facts, Fragment
     from .issues import Issue
     from .parsing import Parsed
     from .quarantine import Triage
@@ -152,16 +152,25 @@ def refuse_forest_faults(snap: Snapshot) -> None:
     triage(snap.issues + missing_layers(snap.dirs), snap.dirs)
 
 
-def references(route: Route, facts: Facts) -> tuple[list[str], list[str]]:
-    """What a file links to beyond its parent, and the event ids it holds: what another
-    file's change is looked up by."""
+def references(route: Route, facts: Facts) -> tuple[list[str], list[str], list[str]]:
+    """What a file links to beyond its parent, the event ids it holds (what another file's
+    change is looked up by), and the pointers it cites (what says a capture was promoted)."""
     parent = route.parent_path
     own = parent[:-3] if parent and parent.endswith(".md") else parent
-    return sorted({link.target for link in facts.links if link.target != own}), facts.event_ids
+    return (sorted({link.target for link in facts.links if link.target != own}),
+            facts.event_ids, facts.sources)
 
 
 def insert(con: sqlite3.Connection, parsed: Parsed, entry: Entry) -> int:
-    return store.insert(con, parsed.route, parsed.facts, entry.ino, full_text(parsed))
+    return store.insert(con, parsed.route, parsed.facts, entry.ino, full_text(parsed),
+                        fragment_texts(parsed))
+
+
+def fragment_texts(parsed: Parsed) -> list[tuple[Fragment, str]]:
+    """Each fragment of a source file with the text it is searched by."""
+    from .text import index_text
+
+    return [(fragment, index_text(fragment.text)) for fragment in parsed.fragments]
 
 
 def full_text(parsed: Parsed) -> tuple[str, str, str]:
@@ -189,8 +198,7 @@ def write_file(con: sqlite3.Connection, parsed: Parsed, entry: Entry, held: bool
     path, facts = parsed.path, parsed.facts
     row = store.file_row(con, path)
     if parsed.route is not None and facts is not None:
-        targets, event_ids = references(parsed.route, facts)
-        store.set_references(con, path, targets, event_ids)
+        store.set_references(con, path, *references(parsed.route, facts))
     else:
         store.forget_references(con, path)
     if held:

@@ -20,6 +20,7 @@ from .issues import WARNING, Issue
 from .jsonio import StrictJSONError, loads_strict
 from .routes import Route
 from .safe_yaml import FrontmatterError, load_yaml
+from .stamps import utc_stamp
 
 STATUSES = ("active", "superseded", "archived")
 ISTM_REQUIRED = ("event_id", "observed_at", "captured_at", "source", "kind", "payload")
@@ -69,18 +70,42 @@ class Facts:
 STORED_FIELDS = ("links", "event_ids", "anchors", "sources")
 
 
+class Fragment(NamedTuple):
+    """One raw capture inside a source file: an ISTM event or a Daily entry, with its text.
+
+    Text, like a body, is kept beside the facts and never inside them; the
+    index searches fragments on their own so that a capture nobody has
+    promoted yet can be found by itself.
+    """
+
+    kind: str  # "event" or "entry"
+    anchor: str  # the event id, or the entry's ``## `` heading
+    observed_at: str | None  # RFC 3339 UTC (``utc_stamp``); None when the file gives none
+    text: str
+
+
 def read_facts(route: Route, raw: bytes, mtime_ns: int, max_links: int) -> tuple[Facts, str]:
     """Parse ``raw`` (the bytes of ``route.path``) into facts and searchable text."""
+    facts, text, _ = read_document(route, raw, mtime_ns, max_links)
+    return facts, text
+
+
+def read_document(route: Route, raw: bytes, mtime_ns: int,
+                  max_links: int) -> tuple[Facts, str, list[Fragment]]:
+    """``read_facts`` with the fragments of a source file (ISTM events, Daily entries),
+    found in the same parse: a build reads each file once."""
     facts = Facts(route.path, len(raw), mtime_ns, sha256_hex(raw))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         facts.issues.append(Issue(route.path, "not_utf8", "file is not valid UTF-8"))
         facts.title = _stem(route.path)
-        return facts, ""
+        return facts, "", []
+    fragments: list[Fragment] = []
     if route.layer.key == "istm":
-        return facts, _read_istm(facts, text)
-    return facts, _read_markdown(facts, text, max_links)
+        return facts, _read_istm(facts, text, fragments), fragments
+    searchable = _read_markdown(facts, text, max_links, fragments)
+    return facts, searchable, fragments
 
 
 def _stem(path: str) -> str:
@@ -127,7 +152,8 @@ def frontmatter_problem(exc: FrontmatterError) -> str:
     return f"frontmatter is not well-formed YAML ({exc})"
 
 
-def _read_markdown(facts: Facts, text: str, max_links: int) -> str:
+def _read_markdown(facts: Facts, text: str, max_links: int,
+                   fragments: list[Fragment] | None = None) -> str:
     path = facts.path
     try:
         meta, body, offset = split_frontmatter(text)
@@ -146,6 +172,8 @@ def _read_markdown(facts: Facts, text: str, max_links: int) -> str:
     if facts.path.startswith("05 daily/"):
         facts.sources += [pointer for pointer in _daily_sources(body)
                           if pointer not in facts.sources]
+        if fragments is not None:
+            fragments.extend(_daily_entries(path, body, anchors))
     title = meta.get("title")
     facts.title = (title.strip() if isinstance(title, str) and title.strip() else None) or \
         heading or _stem(path)
@@ -210,6 +238,43 @@ def _daily_sources(body: str) -> list[str]:
     """The pointers on a Daily record's ``Sources:`` lines, each in backticks."""
     return [span for line in _SOURCES_LINE.findall(body) for span in _CODE_SPAN.findall(line)
             if _POINTER.match(span)]
+
+
+_DAILY_NAME = re.compile(r"05 daily/(?:.*/)?(\d{4}-\d{2}-\d{2})\.md$")
+_H2 = re.compile(r" {0,3}##[ \t]")
+
+
+def _daily_entries(path: str, body: str, anchors: list[str]) -> list[Fragment]:
+    """A Daily record's entries: each ``## entry_id`` section's text, observed on the
+    record's date (its file name).
+
+    Sections are cut at the headings the scan found, in their order, so a
+    ``## `` line inside a code block (not a heading to the scan) never cuts one.
+    An entry's ``Sources:`` line is provenance, not what it says: it is left
+    out of the entry's text.
+    """
+    if not anchors:
+        return []
+    day = _DAILY_NAME.match(path)
+    observed = utc_stamp(day.group(1)) if day else None
+    found: list[Fragment] = []
+    wanted = iter(anchors)
+    expected = next(wanted, None)
+    anchor: str | None = None
+    lines: list[str] = []
+    for line in body.split("\n"):
+        if expected is not None and _H2.match(line):
+            match = _ATX.match(line)
+            if match and len(match.group(1)) == 2 and (match.group(2) or "").strip() == expected:
+                if anchor:
+                    found.append(Fragment("entry", anchor, observed, "\n".join(lines).strip()))
+                anchor, lines, expected = expected, [], next(wanted, None)
+                continue
+        if anchor is not None and not line.startswith("Sources: "):
+            lines.append(line)
+    if anchor:
+        found.append(Fragment("entry", anchor, observed, "\n".join(lines).strip()))
+    return found
 
 
 def _is_str_list(value: Any) -> bool:
@@ -368,8 +433,9 @@ def _parse_links(text: str, line: int) -> list[Link]:
 # --- ISTM -----------------------------------------------------------------------------------
 
 
-def _read_istm(facts: Facts, text: str) -> str:
-    """Check every line of an ISTM shard; return searchable text of the payloads."""
+def _read_istm(facts: Facts, text: str, fragments: list[Fragment] | None = None) -> str:
+    """Check every line of an ISTM shard; return searchable text of the payloads (and add
+    each event with an id to ``fragments``)."""
     path = facts.path
     searchable: list[str] = []
     lines = text.split("\n")
@@ -394,12 +460,16 @@ def _read_istm(facts: Facts, text: str) -> str:
             facts.issues.append(Issue(path, "istm_missing_key",
                                       f"line {number} lacks {', '.join(missing)}"))
         event_id = record.get("event_id")
+        payload = _flatten(record.get("payload"))
         if isinstance(event_id, str) and event_id:
             facts.event_ids.append(event_id)
+            if fragments is not None:
+                fragments.append(Fragment("event", event_id,
+                                          utc_stamp(record.get("observed_at")), payload))
         elif "event_id" in record:
             facts.issues.append(Issue(path, "istm_bad_event_id",
                                       f"line {number}: event_id must be a non-empty string"))
-        searchable.append(_flatten(record.get("payload")))
+        searchable.append(payload)
     facts.title = _stem(path)
     return "\n".join(s for s in searchable if s)
 

@@ -8,7 +8,7 @@ receipt::
     {"schema_version": 1, "operation": "memory_forest_gate", "ok": true,
      "status": "evidence_found" | "no_evidence" | "noop",
      "lookup_required": bool, "lookup_completed": bool, "body_included": false,
-     "route": {"count", "results"}, "retrieve": {"count", "trails"}, "turn_sha256",
+     "route": {"count", "results"}, "retrieve": {"count", "trails", "unfiled"}, "turn_sha256",
      "turn_bytes", "turn_reduced", "unverified"}
 
 Decisions the receipt encodes:
@@ -23,6 +23,11 @@ Decisions the receipt encodes:
   ``changed_since_index``) and listed in ``unverified``; the status stays
   ``evidence_found`` and the hook context names those files. ``strict``
   fails the gate with ``index_stale`` instead.
+- After the trails, ``retrieve.unfiled`` lists the raw captures (ISTM events,
+  Daily entries) that match the turn but that no record has promoted yet,
+  re-hashed like the trails. They are evidence too (the status is
+  ``evidence_found`` when only they match), and the hook context names them,
+  by path and id and never by text, as raw and unreviewed.
 - Size never blocks a turn. A turn over ``MAX_TURN_BYTES`` is reduced
   deterministically (``reduce_turn``: its last ``TAIL_BYTES`` plus the rarest
   words of the rest) and the receipt says ``turn_reduced: true``;
@@ -158,7 +163,7 @@ def _lookup(forest: Forest | str | Path, turn: str, digest: str, limit: int,
         raise _Refused("limit_out_of_range")
     size = len(turn.encode("utf-8"))
     if not turn.strip():
-        return _receipt("noop", digest, size, False, [], [], required=False)
+        return _receipt("noop", digest, size, False, [], [], [], required=False)
     with opened(forest) as forest:
         # Prove the index is there and readable even for a turn no phase can search.
         con = forest.reader()
@@ -167,8 +172,9 @@ def _lookup(forest: Forest | str | Path, turn: str, digest: str, limit: int,
         routed = _phase(retrieval.route, forest, query, limit, strict)
         found = _phase(retrieval.retrieve, forest, query, limit, strict)
     results, trails = routed.get("results", []), found.get("trails", [])
-    status = "evidence_found" if results or trails else "no_evidence"
-    return _receipt(status, digest, size, reduced, results, trails, required=True)
+    unfiled = found.get("unfiled", [])
+    status = "evidence_found" if results or trails or unfiled else "no_evidence"
+    return _receipt(status, digest, size, reduced, results, trails, unfiled, required=True)
 
 
 def reduce_turn(con: Any, turn: str) -> str:
@@ -214,10 +220,10 @@ def _phase(call: Any, forest: Forest, turn: str, limit: int, strict: bool) -> di
 
 def _receipt(status: str, turn_sha256: str, turn_bytes: int, reduced: bool,
              results: list[dict[str, Any]], trails: list[dict[str, Any]],
-             required: bool) -> dict[str, Any]:
+             unfiled: list[dict[str, Any]], required: bool) -> dict[str, Any]:
     from .retrieve import unverified
 
-    nodes = [*results, *(node for trail in trails for node in trail["nodes"])]
+    nodes = [*results, *(node for trail in trails for node in trail["nodes"]), *unfiled]
     return {
         "schema_version": SCHEMA_VERSION,
         "operation": OPERATION,
@@ -227,7 +233,7 @@ def _receipt(status: str, turn_sha256: str, turn_bytes: int, reduced: bool,
         "lookup_completed": required,
         "body_included": False,
         "route": {"count": len(results), "results": results},
-        "retrieve": {"count": len(trails), "trails": trails},
+        "retrieve": {"count": len(trails), "trails": trails, "unfiled": unfiled},
         "turn_sha256": turn_sha256,
         "turn_bytes": turn_bytes,
         "turn_reduced": reduced,
@@ -322,7 +328,8 @@ def hook_output(receipt: dict[str, Any]) -> dict[str, Any]:
         return {"decision": "block",
                 "reason": f"Memory Forest could not consult memory for this prompt, so it was "
                           f"not sent [{error['code']}]: {error['message']}."}
-    context = f"{UNTRUSTED_NOTE}{_changed_note(receipt)}\n{dumps(compact(receipt))}"
+    context = (f"{UNTRUSTED_NOTE}{_changed_note(receipt)}{_unfiled_note(receipt)}\n"
+               f"{dumps(compact(receipt))}")
     return {"hookSpecificOutput": {"hookEventName": HOOK_EVENT, "additionalContext": context}}
 
 
@@ -333,6 +340,17 @@ def _changed_note(receipt: dict[str, Any]) -> str:
         return ""
     return (" These files changed since memory was last indexed (their entries may be out "
             "of date; open one to read its current text): " + "; ".join(paths) + ".")
+
+
+def _unfiled_note(receipt: dict[str, Any]) -> str:
+    """A sentence naming the raw captures that matched, by path and id, or nothing."""
+    items = receipt["retrieve"]["unfiled"]
+    if not items:
+        return ""
+    return (" Raw, unreviewed evidence (captures no memory record has promoted yet; open one "
+            "with allow_source_layers before relying on it): "
+            + "; ".join(f"{item['path']}#{_cut(item['event_id'] or item['anchor'])}"
+                        for item in items) + ".")
 
 
 def compact(receipt: dict[str, Any]) -> dict[str, Any]:
@@ -347,14 +365,26 @@ def compact(receipt: dict[str, Any]) -> dict[str, Any]:
                      "trails": [{"complete": trail["complete"], "status": trail["status"],
                                  "score": trail["score"],
                                  "nodes": [_brief(node) for node in trail["nodes"]]}
-                                for trail in found["trails"]]},
+                                for trail in found["trails"]],
+                     "unfiled": [_brief_unfiled(item) for item in found["unfiled"]]},
     }
 
 
+def _cut(text: str | None) -> str | None:
+    """Memory text in hook context (titles, entry headings) cut to MAX_TITLE_CHARS."""
+    if text is not None and len(text) > MAX_TITLE_CHARS:
+        return text[: MAX_TITLE_CHARS - 1] + "…"
+    return text
+
+
+def _brief_unfiled(item: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": item["kind"], "layer": item["layer"], "path": item["path"],
+            "event_id": _cut(item["event_id"]), "anchor": _cut(item["anchor"]),
+            "observed_at": item["observed_at"], "verified": item["verified"]}
+
+
 def _brief(node: dict[str, Any]) -> dict[str, Any]:
-    title = node["title"]
-    if len(title) > MAX_TITLE_CHARS:
-        title = title[: MAX_TITLE_CHARS - 1] + "…"
+    title = _cut(node["title"])
     return {"path": node["path"], "layer": node["layer"], "title": title,
             "status": node["status"], "verified": node["verified"]}
 

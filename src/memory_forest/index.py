@@ -29,6 +29,7 @@ from .building import (
     Refreshed,
     compare,
     forget_file,
+    fragment_texts,
     full_text,
     judge,
     listed,
@@ -256,7 +257,8 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
                 read.facts[parsed.path] = parsed.facts
                 read.rowids[parsed.path] = rowid = len(read.rowids) + 1
                 batch.append((rowid, parsed.route, parsed.facts,
-                              snap.entries[parsed.path].ino, full_text(parsed)))
+                              snap.entries[parsed.path].ino, full_text(parsed),
+                              fragment_texts(parsed) if parsed.fragments else []))
             if len(batch) >= INSERT_BATCH:
                 store.insert_many(con, batch)
                 batch.clear()
@@ -280,9 +282,9 @@ def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage
         store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, path in read.routes,
                    facts.id if facts else None)
     for path, facts in read.facts.items():
-        targets, event_ids = references(read.routes[path], facts)
-        if targets or event_ids:
-            store.set_references(con, path, targets, event_ids)
+        targets, event_ids, sources = references(read.routes[path], facts)
+        if targets or event_ids or sources:
+            store.set_references(con, path, targets, event_ids, sources)
     store.replace_problems(con, set(), judged.scoped(), names=True)
     store.set_built(con, time.time_ns(), READER_VERSION, snap.unread, names_digest(snap))
     crash_point("indexing")

@@ -2,9 +2,10 @@
 
 ``parse`` turns walk entries into one ``Parsed`` record each, in the order
 given: the file's route (or ``None`` with the issue that says why it is not
-a canonical file), its ``Facts`` and searchable text (or ``None`` with the
-read's issue). A file's own problems (UTF-8, frontmatter, ISTM lines) stay
-inside its facts, as ``documents.read_facts`` puts them.
+a canonical file), its ``Facts``, searchable text and fragments (the events and
+entries of a source file; or ``None`` with the read's issue). A file's own
+problems (UTF-8, frontmatter, ISTM lines) stay inside its facts, as
+``documents.read_facts`` puts them.
 
 Reading and parsing cost about 0.3 ms a file, most of it YAML; SQLite's
 inserts and the whole-forest checks cannot move to another process, this can.
@@ -58,7 +59,7 @@ from .routes import Route, parse_route
 from .statefiles import STATE_DIR
 
 if TYPE_CHECKING:
-    from .documents import Facts
+    from .documents import Facts, Fragment
     from .safety import Entry
 
 # Fewer files than this are read in this process: starting the pool (a server process
@@ -77,6 +78,7 @@ class Parsed(NamedTuple):
     facts: Facts | None  # None: not read (not canonical, or the read failed)
     text: str  # searchable text; "" unless asked for
     issues: tuple[Issue, ...]  # the route's or the read's problem; the file's own are in facts
+    fragments: tuple[Fragment, ...] = ()  # a source file's events or entries; with the text
 
 
 def parse(root: Path, entries: Iterable[Entry], limits: dict[str, int],
@@ -102,21 +104,25 @@ def parse(root: Path, entries: Iterable[Entry], limits: dict[str, int],
     return _merge(routed, (read_one(root, entry, limits, keep_text) for entry in reads))
 
 
-Read = tuple["Facts | None", str, "Issue | None"]  # what reading one routed file gives
+# What reading one routed file gives: facts, text, fragments, and the read's issue.
+Read = tuple["Facts | None", str, "tuple[Fragment, ...]", "Issue | None"]
 
 
 def read_one(root: Path, entry: Entry, limits: dict[str, int], keep_text: bool) -> Read:
-    """Read and parse one routed file: (facts, text, None), or (None, "", the read's issue)."""
-    from .documents import read_facts
+    """Read and parse one routed file: (facts, text, fragments, None), or (None, "", (), the
+    read's issue). Fragments are text: like the text, only when asked for."""
+    from .documents import read_document
     from .safety import read_regular
 
     try:
         raw = read_regular(root, entry.path, limits["max_file_bytes"])
     except ForestError as exc:
-        return None, "", Issue(entry.path, exc.code, exc.message)
-    facts, text = read_facts(parse_route(entry.path), raw, entry.mtime_ns,
-                             limits["max_links_per_document"])
-    return facts, text if keep_text else "", None
+        return None, "", (), Issue(entry.path, exc.code, exc.message)
+    facts, text, fragments = read_document(parse_route(entry.path), raw, entry.mtime_ns,
+                                           limits["max_links_per_document"])
+    if not keep_text:
+        return facts, "", (), None
+    return facts, text, tuple(fragments), None
 
 
 def _merge(routed: list[tuple[Entry, Route | None, tuple[Issue, ...]]],
@@ -126,8 +132,9 @@ def _merge(routed: list[tuple[Entry, Route | None, tuple[Issue, ...]]],
             if route is None:
                 yield Parsed(entry.path, None, None, "", issues)
                 continue
-            facts, text, issue = next(reads)
-            yield Parsed(entry.path, route, facts, text, issues if issue is None else (issue,))
+            facts, text, fragments, issue = next(reads)
+            yield Parsed(entry.path, route, facts, text, issues if issue is None else (issue,),
+                         fragments)
     finally:
         close = getattr(reads, "close", None)
         if close is not None:
@@ -260,8 +267,8 @@ def _read_chunk(chunk: list[Entry]) -> list[tuple]:
     root, limits, keep_text = _worker_args
     packed = []
     for entry in chunk:
-        facts, text, issue = read_one(root, entry, limits, keep_text)
-        packed.append((None if facts is None else _pack(facts), text, issue))
+        facts, text, fragments, issue = read_one(root, entry, limits, keep_text)
+        packed.append((None if facts is None else _pack(facts), text, fragments, issue))
     return packed
 
 
@@ -274,5 +281,5 @@ def _pack(facts: Facts) -> tuple:
 def _unpacked(packed: list[tuple]) -> Iterator[Read]:
     from .documents import Facts
 
-    for fields, text, issue in packed:
-        yield (None if fields is None else Facts(*fields)), text, issue
+    for fields, text, fragments, issue in packed:
+        yield (None if fields is None else Facts(*fields)), text, fragments, issue

@@ -191,7 +191,7 @@ def _body_text(body: str) -> str:
 
 
 def _trails(outcome: dict[str, Any]) -> None:
-    if not outcome["trails"]:
+    if not outcome["trails"] and not outcome.get("unfiled"):
         _out.print("no evidence in memory for this query")
     for number, trail in enumerate(outcome["trails"], start=1):
         notes = []
@@ -205,11 +205,28 @@ def _trails(outcome: dict[str, Any]) -> None:
         _out.print(f"{number:>2}. score {trail['score']:.3f}{note}")
         for depth, node in enumerate(trail["nodes"]):
             flags = _file_notes(node)
-            flag = f" [yellow]({', '.join(flags)})[/]" if flags else ""
+            if node.get("superseded_by"):
+                flags.append(f"superseded by {node['superseded_by']}")
+            flag = f" [yellow]({_escape(', '.join(flags))})[/]" if flags else ""
             _out.print(f"    {'  ' * depth}{_escape(node['title'])}{flag}  "
-                       f"[dim]{_escape(node['path'])}[/]")
+                       f"[dim]{_escape(node['path'])}  {node['age_days']:g} d[/]")
         for path in trail.get("missing", []):
             _out.print(f"    [yellow]not indexed:[/] [dim]{_escape(path)}[/]")
+    _unfiled(outcome.get("unfiled", []))
+
+
+def _unfiled(items: list[dict[str, Any]]) -> None:
+    """Raw captures after the trails, by path and id only: unreviewed, never a trail."""
+    if not items:
+        return
+    _out.print("unfiled (raw captures not yet promoted; unreviewed):")
+    for item in items:
+        flags = _file_notes(item)
+        flag = f" [yellow]({', '.join(flags)})[/]" if flags else ""
+        anchor = item["event_id"] or item["anchor"]
+        _out.print(f"    {_escape(item['path'])}#{_escape(anchor)}{flag}  "
+                   f"[dim]{_escape(item['observed_at'] or 'no time')}  "
+                   f"score {item['score']:.3f}[/]")
 def _schedule_print(outcome: dict[str, Any]) -> None:
     """The entry text goes to stdout exactly, so it can be piped; the hints go to stderr."""
     import sys

@@ -9,14 +9,17 @@ and bodies are always the file's current bytes. With ``strict`` a changed
 file fails closed with ``index_stale`` instead.
 
 Kept light on purpose: this module runs in a fresh process on every agent
-turn, so it imports only sqlite3, hashlib (through ``digest``) and the text analyzer.
+turn, so it imports only sqlite3, hashlib (through ``digest``), datetime (through
+``stamps``, already loaded by then) and the text analyzer.
 The scoring primitives live in ``ranking``; each call runs on one ``Forest``
 (one root check, one config, one index connection).
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +36,16 @@ from .ranking import (
     evidence,
     hits,
 )
+from .stamps import from_ns, seconds, utc_stamp
 from .store import Node
 from .text import query_terms
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
+# Unfiled captures follow the trails as raw evidence: a few, so that a pile of unprocessed
+# events never crowds out the reviewed memory an agent should read first.
+UNFILED_LIMIT = 5
+DAY_S = 86_400
 
 # Trail weights, tuned on the LoCoMo development conversations (docs/benchmarks.md).
 ANCESTOR_WEIGHT = 0.2  # evidence on a trail's owners supports, but never outweighs, its leaf
@@ -75,6 +83,47 @@ def _layers(names: list[str] | None) -> tuple[int, ...]:
             raise usage_error("unknown_layer", f"unknown layer '{name[:40]}'")
         numbers.append(layer.number)
     return tuple(sorted(set(numbers)))
+
+
+# What --since/--until take: an RFC 3339 date, or a date and time with an optional zone
+# (Python's ISO parser alone would also take week dates and basic formats).
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                      r"(?:[Zz]|[+-]\d{2}:\d{2})?)?\Z")
+
+
+def _checked_time(value: str | None, name: str, end_of_day: bool = False) -> str | None:
+    """A ``since``/``until`` bound as the index spells times (RFC 3339 UTC, to the second).
+
+    A bare date is its first second as ``since`` and its last second as
+    ``until``, so ``--since D --until D`` is the whole day D.
+    """
+    if value is None:
+        return None
+    text = value.strip() if isinstance(value, str) else ""
+    stamp = utc_stamp(text) if _RFC3339.match(text) else None
+    if stamp is None:
+        raise usage_error("time_invalid", f"{name} must be an RFC 3339 date or timestamp, "
+                          "e.g. 2026-11-28 or 2026-11-28T09:00:00Z", param=name)
+    if end_of_day and len(text) == 10:
+        stamp = stamp[:11] + "23:59:59Z"
+    return stamp
+
+
+def _window(since: str | None, until: str | None) -> tuple[str | None, str | None]:
+    low, high = _checked_time(since, "since"), _checked_time(until, "until", end_of_day=True)
+    if low is not None and high is not None and low > high:
+        raise usage_error("time_range_empty", "since is later than until", since=low,
+                          until=high)
+    return low, high
+
+
+def _stamp(row: Node) -> str:
+    """When a document was last updated: its frontmatter's ``updated``, else its mtime."""
+    return row.updated or from_ns(row.mtime_ns)
+
+
+def _age_days(stamp: str, now: float) -> float:
+    return round((now - seconds(stamp)) / DAY_S, 1)
 
 
 def node_of(row: Node) -> dict[str, Any]:
@@ -200,13 +249,19 @@ class _Trail:
 
 
 def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
-             query_plan: Any = None, strict: bool = False) -> dict[str, Any]:
-    """Root-first trails XLTM -> LTM -> MTM -> STM for a query, checked against the files.
+             query_plan: Any = None, strict: bool = False, no_unfiled: bool = False,
+             since: str | None = None, until: str | None = None) -> dict[str, Any]:
+    """Root-first trails XLTM -> LTM -> MTM -> STM for a query, checked against the files,
+    then the unfiled captures that match it.
 
     ``query_plan`` is a parsed ``QueryPlan`` (or None). Trails with evidence
     from the original query always rank ahead of trails found only by its probes.
     Every node is re-hashed and flagged (``check``); ``strict`` fails closed
-    on a changed file instead.
+    on a changed file instead. ``unfiled`` lists, after the trails and never
+    inside one, the best ``UNFILED_LIMIT`` ISTM events and Daily entries no
+    record has promoted yet (``no_unfiled`` leaves them out): raw evidence,
+    re-hashed the same way. ``since``/``until`` bound the updated time of the
+    document a trail ends at, and the observed time of an unfiled capture.
     """
     from .envelope import result
 
@@ -214,33 +269,57 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
     probes = query_plan.probes if query_plan is not None else []
     queries += [query_terms(probe.query) for probe in probes]
     limit = _checked_limit(limit)
+    window = _window(since, until)
     with opened(forest) as forest:
         con = forest.reader()
         with con:
             queries = [chosen_terms(con, terms) for terms in queries]
-            trails, statuses = _trails(con, queries, depth=max(limit * 5, 50))
+            trails, statuses = _trails(con, queries, depth=max(limit * 5, 50), window=window)
             ranked = sorted(trails, key=lambda t: _rank_key(t, statuses))[:limit]
             _fill_nodes(con, ranked)
-        check(forest, [node for trail in ranked for node in trail.nodes], strict)
+            unfiled = [] if no_unfiled else _unfiled(con, queries[0], window)
+        check(forest, [*(node for trail in ranked for node in trail.nodes), *unfiled], strict)
     return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
-                  body_included=False, probes=len(queries) - 1)
+                  unfiled=unfiled, body_included=False, probes=len(queries) - 1)
 
 
+def _unfiled(con: sqlite3.Connection, terms: list[str],
+             window: tuple[str | None, str | None]) -> list[dict[str, Any]]:
+    """The best unpromoted captures for the query's own words, chosen as for the trails."""
+    if not terms:
+        return []
+    since, until = window
+    found = store.unfiled_matching(con, any_of(terms), UNFILED_LIMIT, since=since, until=until)
+    return [{"kind": fragment.kind, "layer": fragment.layer, "path": fragment.path,
+             "event_id": fragment.anchor if fragment.kind == "event" else None,
+             "anchor": fragment.anchor if fragment.kind == "entry" else None,
+             "observed_at": fragment.observed_at, "score": score, "sha256": fragment.sha256}
+            for fragment, score in found]
 
 
-def _trails(con: sqlite3.Connection, queries: list[list[str]],
-            depth: int) -> tuple[list[_Trail], dict[str, str]]:
-    """Trails for every candidate, scored; and the status of each candidate."""
+def _trails(con: sqlite3.Connection, queries: list[list[str]], depth: int,
+            window: tuple[str | None, str | None] = (None, None)
+            ) -> tuple[list[_Trail], dict[str, str]]:
+    """Trails for every candidate, scored; and the status of each candidate.
+
+    Only a candidate updated within ``window`` can end a trail; one outside it
+    may still own a trail's end and count as that trail's evidence.
+    """
     found: dict[str, dict[int, float]] = {}
     statuses: dict[str, str] = {}
+    stamps: dict[str, str] = {}
     for number, terms in enumerate(queries):
         if not terms:
             continue  # a probe with no searchable words adds nothing
         for path, (row, score) in evidence(con, terms, depth).items():
             statuses[path] = row.status
+            stamps[path] = _stamp(row)
             found.setdefault(path, {})[number] = score
+    since, until = window
     known: dict[str, list[str]] = {}  # trails share their owners: each chain is derived once
-    chains = {path: _chain(path, known) for path in found}
+    chains = {path: _chain(path, known) for path in found
+              if (since is None or stamps[path] >= since)
+              and (until is None or stamps[path] <= until)}
     # A hit that owns another hit is evidence for that deeper trail, not a trail of its own:
     # retrieval narrows toward leaves and never fans out over the forest.
     owners = {owner for chain in chains.values() for owner in chain[:-1]}
@@ -291,9 +370,23 @@ def _chain(path: str, known: dict[str, list[str]]) -> list[str]:
 
 
 def _fill_nodes(con: sqlite3.Connection, trails: list[_Trail]) -> None:
-    """Load node metadata for the returned trails; owners missing from the index are dropped."""
+    """Load node metadata for the returned trails; owners missing from the index are dropped.
+
+    Each node says how fresh it is (``updated``, ``age_days``) and, when it
+    names a successor, which (``superseded_by``, and ``superseded_by_path``
+    when the index holds that id).
+    """
     wanted = sorted({path for trail in trails for path in trail.paths})
-    nodes = {row.path: node_of(row) for row in store.nodes(con, wanted)}
+    rows = store.nodes(con, wanted)
+    successors = {row.superseded_by for row in rows if row.superseded_by}
+    holders = store.paths_with_ids(con, successors) if successors else {}
+    now = time.time()
+    nodes = {}
+    for row in rows:
+        stamp = _stamp(row)
+        nodes[row.path] = {**node_of(row), "updated": stamp, "age_days": _age_days(stamp, now),
+                           "superseded_by": row.superseded_by,
+                           "superseded_by_path": min(holders.get(row.superseded_by, [None]))}
     for trail in trails:
         trail.nodes = [nodes[path] for path in trail.paths if path in nodes]
 

@@ -97,8 +97,18 @@ class ParentChild(BaseModel):
     child: str
 
 
+class TrailNode(Node):
+    updated: str = Field(description="When the document was last updated, RFC 3339 UTC: its "
+                         "frontmatter 'updated', else the file's mtime.")
+    age_days: float = Field(description="Days since 'updated', to one decimal.")
+    superseded_by: str | None = Field(description="The id of the successor the document names "
+                                      "(frontmatter superseded_by); null when it names none.")
+    superseded_by_path: str | None = Field(description="The successor's path, when the index "
+                                           "holds a document with that id.")
+
+
 class Trail(BaseModel):
-    nodes: list[Node] = Field(description="Root-first: XLTM, LTM, MTM, STM.")
+    nodes: list[TrailNode] = Field(description="Root-first: XLTM, LTM, MTM, STM.")
     complete: bool = Field(description="True when the trail runs XLTM, LTM, MTM, STM with "
                            "every owner in the index.")
     missing: list[str] = Field(description="Owners on the trail's route that the index does "
@@ -113,9 +123,30 @@ class Trail(BaseModel):
     canonical_parent_child: list[ParentChild]
 
 
+class Unfiled(BaseModel):
+    """A raw capture no record has promoted yet: unreviewed evidence, never part of a trail."""
+
+    kind: Literal["event", "entry"] = Field(description="An ISTM event or a Daily entry.")
+    layer: str
+    path: str = Field(description="Root-relative path of the ISTM shard or Daily record.")
+    event_id: str | None = Field(description="The event's id (kind event).")
+    anchor: str | None = Field(description="The entry's '## ' heading (kind entry).")
+    observed_at: str | None = Field(description="RFC 3339 UTC: the event's observed_at, or "
+                                    "the Daily record's date.")
+    score: float
+    sha256: str = Field(description="Hash of the file's bytes when it was indexed.")
+    verified: bool
+    changed_since_index: bool
+    current_sha256: str | None
+    missing: bool
+    read_error: str | None
+
+
 class RetrieveResult(Result):
     count: int
     trails: list[Trail]
+    unfiled: list[Unfiled] = Field(description="After the trails: at most 5 matching captures "
+                                   "no record has promoted; empty with no_unfiled.")
     body_included: Literal[False]
     probes: int
 
@@ -351,6 +382,8 @@ class GateRoute(BaseModel):
 class GateRetrieve(BaseModel):
     count: int
     trails: list[Trail]
+    unfiled: list[Unfiled] = Field(description="Raw captures no record has promoted yet that "
+                                   "match the turn: unreviewed evidence.")
 
 
 class GateError(BaseModel):

@@ -17,12 +17,12 @@ import sqlite3
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from .documents import Facts
+    from .documents import Facts, Fragment
     from .routes import Route
 
 # The layout of the index file. Bump the version when it changes: an index of another
 # version is rebuilt, never read.
-INDEX_SCHEMA_VERSION = 5
+INDEX_SCHEMA_VERSION = 6
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs (
@@ -39,7 +39,9 @@ CREATE TABLE docs (
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     ino INTEGER NOT NULL,
-    facts TEXT NOT NULL
+    facts TEXT NOT NULL,
+    updated TEXT,  -- frontmatter 'updated' as RFC 3339 UTC; NULL: the file's mtime stands in
+    superseded_by TEXT  -- the successor's id a superseded record names
 );
 CREATE INDEX docs_layer ON docs(layer_number);
 -- What every build compares with the walk, read without touching the wide rows.
@@ -69,6 +71,23 @@ CREATE INDEX links_source ON links(source);
 CREATE TABLE events (event_id TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX events_id ON events(event_id);
 CREATE INDEX events_path ON events(path);
+-- The raw captures inside source files (ISTM events, Daily entries), each searchable on its
+-- own; kept and dropped with their file's document row.
+CREATE TABLE fragments (
+    rowid INTEGER PRIMARY KEY,
+    doc INTEGER NOT NULL,  -- docs.rowid of the file
+    kind TEXT NOT NULL,  -- 'event' or 'entry'
+    anchor TEXT NOT NULL,  -- event id, or the entry's heading
+    observed_at TEXT  -- RFC 3339 UTC
+);
+CREATE INDEX fragments_doc ON fragments(doc);
+CREATE INDEX fragments_observed ON fragments(observed_at);
+CREATE VIRTUAL TABLE fragment_terms USING fts5(body, tokenize = "{tokenizer}");
+-- What each file cites as its provenance (pointers path#anchor, or a bare path): whether a
+-- fragment was promoted is a lookup here, made at query time.
+CREATE TABLE cites (source TEXT NOT NULL, target TEXT NOT NULL, anchor TEXT);
+CREATE INDEX cites_target ON cites(target, anchor);
+CREATE INDEX cites_source ON cites(source);
 -- Paths a writer re-described since the last build: the next build re-checks around them.
 CREATE TABLE pending (path TEXT PRIMARY KEY) WITHOUT ROWID;
 INSERT INTO meta VALUES ('schema_version', '{version}');
@@ -93,6 +112,8 @@ class Node(NamedTuple):
     size: int
     mtime_ns: int
     parent_path: str | None
+    updated: str | None  # frontmatter 'updated', RFC 3339 UTC
+    superseded_by: str | None
 
 
 _SELECT_NODE = ", ".join(f"d.{column}" for column in Node._fields)
@@ -162,6 +183,101 @@ def doc_by_id(con: sqlite3.Connection, doc_id: str) -> Node | None:
     row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.doc_id = ? "
                       "ORDER BY d.path LIMIT 1", (doc_id,)).fetchone()
     return None if row is None else Node._make(row)
+
+
+class Fragment(NamedTuple):
+    """One unpromoted capture: an ISTM event or a Daily entry, as the index knows it."""
+
+    kind: str  # "event" or "entry"
+    path: str
+    anchor: str  # the event id or the entry's heading
+    observed_at: str | None  # RFC 3339 UTC
+    sha256: str  # of the file, when it was indexed
+    layer: str
+
+
+_SELECT_FRAGMENT = "f.kind, d.path, f.anchor, f.observed_at, d.sha256, d.layer"
+# A fragment is filed once a document of a layer that promotes it cites it: an event by a
+# Daily record or an STM leaf, a Daily entry by an STM, MTM or LTM document.
+_UNFILED = (
+    "NOT EXISTS (SELECT 1 FROM cites c JOIN docs s ON s.path = c.source "
+    "WHERE c.target = d.path AND c.anchor = f.anchor AND ("
+    "(f.kind = 'event' AND s.layer_number IN (4, 5)) OR "
+    "(f.kind = 'entry' AND s.layer_number IN (2, 3, 4))))")
+
+
+def _observed_between(since: str | None, until: str | None) -> tuple[str, list[str]]:
+    clauses, args = [], []
+    if since is not None:
+        clauses.append(" AND f.observed_at >= ?")
+        args.append(since)
+    if until is not None:
+        clauses.append(" AND f.observed_at <= ?")
+        args.append(until)
+    return "".join(clauses), args
+
+
+def unfiled(con: sqlite3.Connection, limit: int | None = None, *, since: str | None = None,
+            until: str | None = None) -> list[Fragment]:
+    """Every capture no document has promoted, oldest first (those without a time last).
+
+    ``since`` and ``until`` (RFC 3339 UTC, as ``documents.utc_stamp`` spells
+    it) bound the observed time; a fragment without one is then left out.
+    """
+    between, args = _observed_between(since, until)
+    sql = (f"SELECT {_SELECT_FRAGMENT} FROM fragments f JOIN docs d ON d.rowid = f.doc "
+           f"WHERE {_UNFILED}{between} "
+           "ORDER BY f.observed_at IS NULL, f.observed_at, d.path, f.rowid")
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(limit)
+    return [Fragment._make(row) for row in con.execute(sql, args)]
+
+
+def unfiled_matching(con: sqlite3.Connection, match: str, limit: int, *,
+                     since: str | None = None, until: str | None = None
+                     ) -> list[tuple[Fragment, float]]:
+    """The best ``limit`` unpromoted captures for a MATCH expression, with their BM25 (higher
+    is better, as ``ranking.hits`` gives it).
+
+    As in ``ranked``, FTS5 ranks fastest alone: the best matches are fetched
+    first, then joined and judged unfiled; when too few of them are, the
+    window grows until enough are or the matches run out. So a word held by
+    tens of thousands of captures costs one ranking, not a join per match.
+    """
+    between, args = _observed_between(since, until)
+    window = max(limit * 4, 20)
+    while True:
+        rows = con.execute(
+            f"SELECT {_SELECT_FRAGMENT}, m.score FROM (SELECT rowid, bm25(fragment_terms) AS "
+            "score FROM fragment_terms WHERE fragment_terms MATCH ? ORDER BY score LIMIT ?) "
+            "AS m JOIN fragments f ON f.rowid = m.rowid JOIN docs d ON d.rowid = f.doc "
+            f"WHERE {_UNFILED}{between} ORDER BY m.score, d.path, f.rowid",
+            [match, window, *args]).fetchall()
+        if len(rows) >= limit or not _more_matches(con, match, window):
+            break
+        window *= 4
+    return [(Fragment._make(row[:-1]), round(-row[-1], 6)) for row in rows[:limit]]
+
+
+def _more_matches(con: sqlite3.Connection, match: str, window: int) -> bool:
+    sql = "SELECT count(*) FROM (SELECT 1 FROM fragment_terms WHERE fragment_terms MATCH ? " \
+          "LIMIT ?)"
+    return con.execute(sql, (match, window + 1)).fetchone()[0] > window
+
+
+def citing(con: sqlite3.Connection, pointers: list[str]) -> dict[str, list[str]]:
+    """The indexed documents citing each pointer (``path#anchor`` or a bare path), by path;
+    a pointer no document cites maps to an empty list."""
+    found: dict[str, list[str]] = {pointer: [] for pointer in pointers}
+    for pointer in found:
+        target, _, anchor = pointer.partition("#")
+        rows = con.execute(
+            "SELECT DISTINCT c.source FROM cites c JOIN docs s ON s.path = c.source "
+            "WHERE c.target = ? AND c.anchor IS ? ORDER BY c.source",
+            (target, anchor or None))
+        found[pointer] = [source for (source,) in rows]
+    return found
 
 
 def document_count(con: sqlite3.Connection) -> int:
@@ -431,33 +547,59 @@ def end_bulk_load(con: sqlite3.Connection) -> None:
 
 
 _INSERT_DOC = ("INSERT INTO docs (rowid, path, layer, layer_number, tree, branch, leaf,"
-               " parent_path, doc_id, title, status, sha256, size, mtime_ns, ino, facts)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+               " parent_path, doc_id, title, status, sha256, size, mtime_ns, ino, facts,"
+               " updated, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _INSERT_TERMS = "INSERT INTO terms (rowid, title, path, body) VALUES (?, ?, ?, ?)"
+_INSERT_FRAGMENT = "INSERT INTO fragments VALUES (?, ?, ?, ?, ?)"
+_INSERT_FRAGMENT_TERMS = "INSERT INTO fragment_terms (rowid, body) VALUES (?, ?)"
 
-# One document for ``insert_many``: its rowid, route, facts, inode and full-text columns.
-Row = tuple[int, "Route", "Facts", int, tuple[str, str, str]]
+# One document for ``insert_many``: its rowid, route, facts, inode, full-text columns, and
+# its fragments with the text each is searched by.
+Row = tuple[int, "Route", "Facts", int, tuple[str, str, str],
+            "list[tuple[Fragment, str]]"]
 
 
 def insert(con: sqlite3.Connection, route: Route, facts: Facts, ino: int,
-           texts: tuple[str, str, str]) -> int:
-    """One document's row and its full-text row; ``texts`` are title, path words and body."""
+           texts: tuple[str, str, str], fragments: list[tuple[Fragment, str]]) -> int:
+    """One document's row, its full-text row and its fragments; ``texts`` are title, path
+    words and body, each fragment comes with its searchable text."""
     cursor = con.execute(_INSERT_DOC, _doc_values(None, route, facts, ino))
     con.execute(_INSERT_TERMS, (cursor.lastrowid, *texts))
+    if fragments:
+        _insert_fragments(con, [(cursor.lastrowid, fragments)])
     return cursor.lastrowid
 
 
 def insert_many(con: sqlite3.Connection, rows: list[Row]) -> None:
     """Documents with the rowids a full build gave them, a statement per table per batch."""
     con.executemany(_INSERT_DOC, [_doc_values(rowid, route, facts, ino)
-                                  for rowid, route, facts, ino, _ in rows])
-    con.executemany(_INSERT_TERMS, [(rowid, *texts) for rowid, _, _, _, texts in rows])
+                                  for rowid, route, facts, ino, _, _ in rows])
+    con.executemany(_INSERT_TERMS, [(rowid, *texts) for rowid, _, _, _, texts, _ in rows])
+    owned = [(rowid, fragments) for rowid, _, _, _, _, fragments in rows if fragments]
+    if owned:
+        _insert_fragments(con, owned)
+
+
+def _insert_fragments(con: sqlite3.Connection,
+                      owned: list[tuple[int, list[tuple[Fragment, str]]]]) -> None:
+    rowid = con.execute("SELECT coalesce(max(rowid), 0) FROM fragments").fetchone()[0]
+    rows, texts = [], []
+    for doc, fragments in owned:
+        for fragment, text in fragments:
+            rowid += 1
+            rows.append((rowid, doc, fragment.kind, fragment.anchor, fragment.observed_at))
+            texts.append((rowid, text))
+    con.executemany(_INSERT_FRAGMENT, rows)
+    con.executemany(_INSERT_FRAGMENT_TERMS, texts)
 
 
 def _doc_values(rowid: int | None, route: Route, facts: Facts, ino: int) -> tuple:
+    from .stamps import utc_stamp
+
     return (rowid, route.path, route.layer.dirname, route.layer.number, route.tree,
             route.branch, route.leaf, route.parent_path, facts.id, facts.title, facts.status,
-            facts.sha256, facts.size, facts.mtime_ns, ino, facts.dumps())
+            facts.sha256, facts.size, facts.mtime_ns, ino, facts.dumps(),
+            utc_stamp(facts.updated) if facts.updated else None, facts.superseded_by)
 
 
 def refresh(con: sqlite3.Connection, rowid: int, facts: Facts, ino: int) -> None:
@@ -467,6 +609,10 @@ def refresh(con: sqlite3.Connection, rowid: int, facts: Facts, ino: int) -> None
 
 
 def delete(con: sqlite3.Connection, rowid: int) -> None:
+    """A document's row with its full-text row and its fragments."""
+    con.execute("DELETE FROM fragment_terms WHERE rowid IN "
+                "(SELECT rowid FROM fragments WHERE doc = ?)", (rowid,))
+    con.execute("DELETE FROM fragments WHERE doc = ?", (rowid,))
     con.execute("DELETE FROM terms WHERE rowid = ?", (rowid,))
     con.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
 
@@ -484,17 +630,22 @@ def release(con: sqlite3.Connection, path: str) -> None:
 
 
 def set_references(con: sqlite3.Connection, path: str, targets: list[str],
-                   event_ids: list[str]) -> None:
-    """Replace what a file links to (beyond its parent) and the event ids it holds."""
+                   event_ids: list[str], sources: list[str] = ()) -> None:
+    """Replace what a file links to (beyond its parent), the event ids it holds and the
+    pointers it cites (``path#anchor`` or a bare path)."""
     forget_references(con, path)
     key = _key(path)
     con.executemany("INSERT INTO links VALUES (?, ?)", [(t, key) for t in targets])
     con.executemany("INSERT INTO events VALUES (?, ?)", [(e, key) for e in event_ids])
+    cited = [pointer.partition("#") for pointer in sources]
+    con.executemany("INSERT INTO cites VALUES (?, ?, ?)",
+                    [(key, target, anchor or None) for target, _, anchor in cited])
 
 
 def forget_references(con: sqlite3.Connection, path: str) -> None:
     con.execute("DELETE FROM links WHERE source = ?", (_key(path),))
     con.execute("DELETE FROM events WHERE path = ?", (_key(path),))
+    con.execute("DELETE FROM cites WHERE source = ?", (_key(path),))
 
 
 def replace_problems(con: sqlite3.Connection, paths: set[str], issues: list,

@@ -25,8 +25,12 @@ RETRIEVE_TOOL = (
     "it for the current text; strict=true fails with index_stale instead). Metadata only. A "
     "trail with complete=false stops above a leaf or misses an owner the index left out "
     "(reason, missing). 'query_plan' adds probes (translations, synonyms) that can only add "
-    "trails after those the query itself found. No trails means memory has no evidence: say "
-    "so, do not guess.")
+    "trails after those the query itself found. After the trails, 'unfiled' lists up to 5 raw "
+    "captures (ISTM events, Daily entries) that match but no record has promoted yet: "
+    "unreviewed evidence, never part of a trail; open one with allow_source_layers=true. "
+    "Every trail node says when it was updated (updated, age_days) and, when superseded, its "
+    "successor (superseded_by). since/until keep trails whose end was updated in that window. "
+    "No trails and no unfiled captures means memory has no evidence: say so, do not guess.")
 
 OPEN_TOOL = (
     "Read the current body of one document by its root-relative path, as a route result or "
@@ -78,7 +82,24 @@ OPERATIONS = (
                       parser="memory_forest.queryplan:from_value",
                       tool_type="memory_forest.queryplan:QueryPlan",
                       max_bytes="memory_forest.queryplan:MAX_BYTES"),
-                STRICT),
+                STRICT,
+                Param("no_unfiled", FLAG, "Leave out the unfiled captures after the trails.",
+                      flags=("--no-unfiled",),
+                      doc="Leave out the 'unfiled' list: the ISTM events and Daily entries "
+                      "that match the query but that no record has promoted yet."),
+                Param("since", TEXT, "Only trails ending at a document updated at or after "
+                      "this RFC 3339 date or timestamp (and captures observed since).",
+                      flags=("--since",), metavar="TIME",
+                      doc="RFC 3339 date or timestamp (2026-11-28, 2026-11-28T09:00:00Z): a "
+                      "trail must end at a document updated at or after it, and an unfiled "
+                      "capture must have been observed at or after it.",
+                      schema={"maxLength": 64}),
+                Param("until", TEXT, "Only trails ending at a document updated at or before "
+                      "this RFC 3339 date (the whole day) or timestamp.",
+                      flags=("--until",), metavar="TIME",
+                      doc="RFC 3339 date or timestamp: a trail must end at a document updated "
+                      "at or before it (a bare date includes that whole day), and an unfiled "
+                      "capture must have been observed by then.", schema={"maxLength": 64})),
         render="trails", tool=RETRIEVE_TOOL, title="Retrieve verified trails",
         result="RetrieveResult"),
     Operation(
