@@ -292,6 +292,40 @@ def test_remember_then_retrieve_route_and_open_find_the_new_leaf(forest, tmp_pat
     assert "Zymurgicsentinel" not in log and "5 percent" not in log
 
 
+def test_consolidate_then_accept_files_a_capture_through_the_review_loop(forest, tmp_path):
+    event = {"event_id": "evt-mcp-boiler", "observed_at": "2026-12-01T08:00:00Z",
+             "source": "test-agent", "kind": "note",
+             "payload": {"text": "Boilersentinel service booked for 9 December."}}
+
+    async def scenario(client: Session) -> None:
+        shard = (await client.call("capture", {"events": event}))["shard"]
+        made = await client.call("consolidate", {"limit": 20})
+        proposal = made["proposal"]
+        [entry] = [entry for day in proposal["days"] for entry in day["entries"]
+                   if entry["sources"][0]["pointer"] == f"{shard}#evt-mcp-boiler"]
+        assert entry["summary"] == "Boilersentinel service booked for 9 December."
+        shown = await client.call("proposals_show", {"proposal_id": proposal["proposal_id"]})
+        assert shown["proposal"] == proposal
+        done = await client.call("proposals_accept", {
+            "proposal_id": proposal["proposal_id"],
+            "summaries": {entry["entry_id"]: "Boilersentinel serviced on 9 December."}})
+        assert done["status"] == "accepted" and done["already_applied"] is False
+        assert lock.state(forest)["state"] == "free"
+        daily = (forest / "05 daily/2026-12-01.md").read_text(encoding="utf-8")
+        assert f"## {entry['entry_id']}\n\nBoilersentinel serviced on 9 December." in daily
+        placement = entry["placement"]
+        leaf = f"04 stm/{placement['tree']}/{placement['branch']}/{placement['leaf']}.md"
+        assert f"05 daily/2026-12-01.md#{entry['entry_id']}" in \
+            (forest / leaf).read_text(encoding="utf-8")
+        assert (await client.call("consolidate", {}))["proposal"] is None
+        stale = await client.error("proposals_accept", {"proposal_id": proposal["proposal_id"],
+                                                        "summaries": {entry["entry_id"]: "x"}})
+        assert stale["code"] == "proposal_already_accepted"
+
+    serve(forest, scenario, tmp_path / "stderr.log")
+    assert "Boilersentinel" not in (tmp_path / "stderr.log").read_text()
+
+
 def test_remember_without_placement_files_the_fact_and_says_where(forest, tmp_path):
     async def scenario(client: Session) -> None:
         fact = "Kimchi batch 8 started with less salt."

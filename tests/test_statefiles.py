@@ -14,7 +14,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "memory_forest"
 # that spells an entry of the state directory by hand.
 _STATE_NAME = re.compile(
     r"(^|/)\.memory-forest(/|$)|forest\.json|index\.sqlite3|manifest\.json"
-    r"|journal-staging-|journal\.set-aside-|(^|/)(journal|receipts)/|/(journal|receipts)$"
+    r"|journal-staging-|journal\.set-aside-|(^|/)(journal|receipts|proposals)/"
+    r"|/(journal|receipts|proposals)$"
 )
 
 
@@ -46,6 +47,7 @@ def test_the_names_are_the_on_disk_layout(tmp_path: Path):
     assert statefiles.state_rel(statefiles.JOURNAL, statefiles.MANIFEST) == \
         ".memory-forest/journal/manifest.json"
     assert statefiles.receipt_rel("t1") == ".memory-forest/receipts/t1.json"
+    assert statefiles.proposal_rel("p1") == ".memory-forest/proposals/p1.json"
     assert (statefiles.JOURNAL_STAGING_PREFIX, statefiles.JOURNAL_SET_ASIDE_PREFIX) == (
         "journal-staging-", "journal.set-aside-")
     root = tmp_path / "forest"

@@ -2,7 +2,9 @@
 
 Steps, each timed and counted in the summary: take the lock, finish or roll
 back an interrupted write from the journal, validate, audit, bring the index
-up to date, verify the index against the files, release the lock. A document
+up to date, verify the index against the files, with ``--consolidate`` make
+a consolidation proposal (never accept one: review is the caller's), release
+the lock. A document
 with an error is quarantined (left out of the index, listed in ``problems``)
 and the run goes on; it then ends with ``maintain_problems`` and exit code
 ``PROBLEMS_EXIT_CODE``, so a scheduler notices. Only a forest-level fault
@@ -30,7 +32,7 @@ PROBLEMS_EXIT_CODE = 3
 
 
 def maintain(forest: Forest | str | Path, verify_all: bool = False,
-             log: str | Path | None = None) -> dict[str, Any]:
+             log: str | Path | None = None, consolidate: bool = False) -> dict[str, Any]:
     from . import lock
     from .envelope import result
 
@@ -43,6 +45,9 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
             owner = run.step("lock", lambda: lock.acquire(root, "maintain"))
             try:
                 outcome = _checked_run(root, run, verify_all)
+                if consolidate and outcome.get("error", {}).get("code") in (
+                        None, "maintain_problems"):
+                    run.step("consolidate", lambda: _consolidate(root), _proposed)
             finally:
                 lock.release(root, owner)
     except ForestError as exc:
@@ -109,6 +114,22 @@ def _interrupted(exc) -> dict[str, Any]:
     return {"exit_code": 128 + exc.signum,
             "error": {"code": "interrupted", "message": f"interrupted by {name}",
                       "details": {"signal": name}}}
+
+
+def _consolidate(root: Path) -> dict[str, Any]:
+    """A proposal for what nothing has filed yet, made under this run's lock."""
+    from .writers.consolidate import propose
+
+    with Forest.open(root) as forest:
+        return propose(forest)
+
+
+def _proposed(made: dict[str, Any]) -> dict[str, Any]:
+    """Ids and counts only: the log line carries no memory text."""
+    counts = made["counts"] or {}
+    return {"proposal": made["proposal"]["proposal_id"] if made["proposal"] else None,
+            "sources": counts.get("sources", 0), "remaining": made["remaining"],
+            "skipped": len(made["skipped"])}
 
 
 def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:

@@ -14,10 +14,11 @@ the same ``{"ok": false, "operation", "error": {"code", "message",
 that do not fit the schema fail with ``usage_error``, naming the fields but
 never echoing their values. Unexpected exceptions are reported by class
 only. The server never logs memory text (arguments, events, bodies) and
-writes only through the writer tools (``capture``, ``remember``): library
-calls that write only inside the forest (and the lock directory beside it),
-never read a file the caller names, and take the forest lock themselves for
-the one write, so an idle server holds no lock.
+writes only through the writer tools (``capture``, ``remember``,
+``consolidate``, ``proposals_accept``, ``proposals_reject``): library calls
+that write only inside the forest (and the lock directory beside it), never
+read a file the caller names, and take the forest lock themselves for the one
+write, so an idle server holds no lock.
 
 Range checks the library makes itself (limits, layer names, names, titles,
 transaction ids, events) are published in the schema but left to the
@@ -51,7 +52,10 @@ INSTRUCTIONS = (
     "finds no trail, say that memory has no evidence instead of guessing. To keep a fact "
     "the user wants remembered, call remember with the fact: it files it where related "
     "records live, or in the inbox, and its placement says where and why; for raw events, "
-    "capture. Retry a lost write with the same transaction_id."
+    "capture. To file what was captured, consolidate makes a proposal: review it with "
+    "proposals_show, then proposals_accept (with your own summaries) or proposals_reject; "
+    "accept only what the user asked you to maintain. Retry a lost write with the same "
+    "transaction_id."
 )
 
 

@@ -351,7 +351,8 @@ def _receipt(outcome: dict[str, Any]) -> None:
         listed = ", ".join(f"{rule} x{count}" for rule, count in sorted(redactions.items()))
         _out.print(f"  [yellow]redacted[/] {listed}")
     for item in outcome.get("dispositions", []):
-        _out.print(f"  {_escape(item['entry_id'])}: {item['disposition']}")
+        target = f" in {_escape(item['target'])}" if item.get("target") else ""
+        _out.print(f"  {_escape(item['entry_id'])}: {item['disposition']}{target}")
     for path in outcome.get("modes_restored") or []:
         _out.print(f"  [yellow]mode restored[/] {_escape(path)} was wider than 0600, now 0600")
     if outcome.get("title_ignored"):
@@ -419,6 +420,91 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
             _out.print(f"  [red]not repaired[/] {_escape(item['path'])} ({item['code']})")
 
 
+def _consolidate(outcome: dict[str, Any]) -> None:
+    proposal = outcome["proposal"]
+    if proposal is None:
+        _out.print(f"{_escape(outcome['message'] or 'nothing to consolidate')}")
+    else:
+        _out.print(f"[green]proposed[/] {_escape(proposal['proposal_id'])}  "
+                   f"[dim]{_escape(outcome['path'])}[/]")
+        _proposal_text(proposal)
+        _out.print(f"next: review it, then 'memory-forest proposals accept ROOT "
+                   f"{_escape(proposal['proposal_id'])}' or 'proposals reject'")
+    for item in outcome["skipped"]:
+        _out.print(f"[yellow]skipped[/] {_escape(item['pointer'])} ({_escape(item['reason'])})")
+    if outcome["remaining"]:
+        _out.print(f"{outcome['remaining']} more source(s) wait for the next proposal")
+    for item in outcome["problems"]:
+        _err.print(f"[yellow]unreadable proposal[/] {_escape(item['path'])} "
+                   f"({_escape(item['code'])})")
+
+
+def _proposal_text(proposal: dict[str, Any]) -> None:
+    """A proposal as a reviewer reads it: by day, each entry with its text, its sources and
+    the leaf it would go to (with the placement's reason)."""
+    from .jsonio import dumps
+
+    def target(placement: dict[str, Any]) -> str:
+        leaf = f"04 stm/{placement['tree']}/{placement['branch']}/{placement['leaf']}.md"
+        reason = placement["reason"]
+        # The reason's few telling fields when placement gives them, else the whole of it.
+        told = {key: reason[key] for key in ("rule", "branch", "coverage", "runner_up")
+                if reason.get(key) is not None}
+        because = ", ".join(f"{key} {value}" for key, value in told.items()) or dumps(reason)
+        because = because if len(because) <= 200 else because[:199] + "\u2026"
+        return (f"-> {_escape(leaf)} ({placement['action']}, score {placement['score']:.3g})"
+                f"\n      because {_escape(because)}")
+
+    for day in proposal["days"]:
+        _out.print(f"[bold]{day['date']}[/]")
+        for entry in day["entries"]:
+            _out.print(f"  [bold]{_escape(entry['entry_id'])}[/] {target(entry['placement'])}")
+            for line in entry["summary"].split("\n"):
+                _out.print(f"    {_escape(line)}")
+            for source in entry["sources"]:
+                _out.print(f"    [dim]from {_escape(source['pointer'])}[/]")
+    if proposal["promotions"]:
+        _out.print("[bold]existing Daily entries[/]")
+    for item in proposal["promotions"]:
+        _out.print(f"  [bold]{_escape(item['source']['pointer'])}[/] {target(item['placement'])}")
+
+
+def _proposal(outcome: dict[str, Any]) -> None:
+    proposal, counts = outcome["proposal"], outcome["counts"]
+    decided = f", {proposal['status']} {proposal['decided_at']}" if proposal["decided_at"] else ""
+    _out.print(f"proposal {_escape(proposal['proposal_id'])} [bold]{proposal['status']}[/] "
+               f"(created {proposal['created_at']}{decided}): {counts['entries']} new "
+               f"entr{'y' if counts['entries'] == 1 else 'ies'}, {counts['promotions']} "
+               f"promotion(s), {counts['sources']} source(s)")
+    if proposal.get("reason"):
+        _out.print(f"  reason: {_escape(proposal['reason'])}")
+    _proposal_text(proposal)
+
+
+def _proposals(outcome: dict[str, Any]) -> None:
+    if not outcome["proposals"]:
+        _out.print("no proposals")
+    table = Table(box=None, pad_edge=False)
+    for name in ("proposal", "created", "status", "entries", "promotions", "sources"):
+        table.add_column(name, no_wrap=name in ("proposal", "created"),
+                         justify="right" if name in ("entries", "promotions", "sources")
+                         else "left")
+    for row in outcome["proposals"]:
+        counts = row["counts"]
+        table.add_row(_escape(row["proposal_id"]), _escape(row["created_at"]), row["status"],
+                      str(counts["entries"]), str(counts["promotions"]), str(counts["sources"]))
+    if outcome["proposals"]:
+        _out.print(table)
+    for item in outcome["problems"]:
+        _err.print(f"[yellow]unreadable[/] {_escape(item['path'])} ({_escape(item['code'])})")
+
+
+def _rejected(outcome: dict[str, Any]) -> None:
+    again = " (it already was; nothing changed)" if outcome["already_rejected"] else ""
+    _out.print(f"rejected proposal {_escape(outcome['proposal_id'])}{again}: its "
+               f"{outcome['counts']['sources']} source(s) will not be proposed again")
+
+
 def _generic(outcome: dict[str, Any]) -> None:
     from .jsonio import dumps
 
@@ -443,5 +529,9 @@ _STYLES = {
     "hooks": _hooks,
     "receipt": _receipt,
     "structured_context": _structured_context,
+    "consolidate": _consolidate,
+    "proposal": _proposal,
+    "proposals": _proposals,
+    "rejected": _rejected,
     "generic": _generic,
 }

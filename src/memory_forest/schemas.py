@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from .gate import MESSAGES as GATE_MESSAGES
 from .writers.capture import EVENT_ID, MAX_EVENTS, MAX_LABEL
+from .writers.plans import Proposal
 
 
 # Published as a schema only: capture's events are checked by the library, for its codes.
@@ -287,6 +288,87 @@ class RememberResult(RootModel[RememberReceipt | RememberPreview]):
     """The receipt of a write, or with dry_run the preview."""
 
     model_config = ConfigDict(json_schema_extra={"type": "object"})  # MCP: an object schema
+
+
+# --- consolidation proposals -----------------------------------------------------------------
+
+# What a tool's ``summaries`` may be: entry id -> the caller's summary.
+Summaries = dict[str, str]
+
+
+class ProposalCounts(BaseModel):
+    entries: int = Field(description="New Daily entries the proposal would write.")
+    promotions: int = Field(description="Existing Daily entries it would file in a leaf.")
+    sources: int = Field(description="Events and Daily entries it consumes.")
+
+
+class SkippedSource(BaseModel):
+    pointer: str = Field(description="'<path>#<anchor>' of a source left out of the proposal.")
+    reason: str = Field(description="Why: missing (not in its file any more), not_plain_text, "
+                        "or the code of the problem that placing or reading it met.")
+
+
+class ConsolidateResult(Result):
+    proposal: Proposal | None = Field(description="The proposal written; null when there "
+                                      "was nothing to consolidate.")
+    path: str | None = Field(description="Where the proposal is stored, relative to the root.")
+    counts: ProposalCounts | None
+    message: str | None = Field(description="'nothing to consolidate' when proposal is null.")
+    skipped: list[SkippedSource]
+    remaining: int = Field(description="Unfiled sources left for a later proposal (beyond "
+                           "the limit).")
+    problems: list[dict[str, Any]] = Field(description="Stored proposals that could not be "
+                                           "read (their sources may be proposed again).")
+    redactions: dict[str, int] = Field(description="Redacted credentials per rule in the "
+                                       "generated summaries.")
+
+
+class ProposalListing(BaseModel):
+    proposal_id: str
+    created_at: str
+    status: Literal["pending", "accepted", "rejected", "stale"]
+    decided_at: str | None
+    counts: ProposalCounts
+    path: str
+
+
+class ProposalsListResult(Result):
+    count: int
+    proposals: list[ProposalListing]
+    problems: list[dict[str, Any]] = Field(description="Proposal files that cannot be read, "
+                                           "each with its path and code.")
+
+
+class ProposalShowResult(Result):
+    proposal: Proposal
+    path: str
+    counts: ProposalCounts
+
+
+class FiledEntry(BaseModel):
+    entry_id: str
+    daily: str = Field(description="The Daily record holding the entry.")
+    leaf: str = Field(description="The STM leaf it was filed in: open it by this path.")
+    entry: Literal["new", "promoted"] = Field(description="new: written by this accept; "
+                                              "promoted: an existing Daily entry.")
+
+
+class ProposalAcceptResult(WriteResult):
+    proposal_id: str
+    status: Literal["accepted"]
+    entries: list[FiledEntry]
+    dispositions: list[dict[str, Any]]
+    redactions: dict[str, int] = Field(description="Redacted credentials per rule.")
+
+
+class ProposalRejectResult(Result):
+    proposal_id: str
+    status: Literal["rejected"]
+    already_rejected: bool = Field(description="True when it had been rejected before: "
+                                   "nothing changed now.")
+    decided_at: str | None
+    counts: ProposalCounts
+    redactions: dict[str, int]
 
 
 # --- the gate receipt -----------------------------------------------------------------------

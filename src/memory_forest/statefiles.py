@@ -2,11 +2,11 @@
 
 The state directory holds what is not canonical memory: the config, the
 derived index (and the temporary file a full build writes beside it), the
-write-ahead journal with its staging and set-aside folders, and the
-receipts. The walk lists it (modes are checked there too), but nothing in it
-is ever read as a document. Naming each entry once here keeps the readers
-(``doctor``, ``status``, the journal's recovery) and the writers agreeing on
-what is where.
+write-ahead journal with its staging and set-aside folders, the receipts,
+and the consolidation proposals awaiting (or past) review. The walk lists it
+(modes are checked there too), but nothing in it is ever read as a document.
+Naming each entry once here keeps the readers (``doctor``, ``status``, the
+journal's recovery) and the writers agreeing on what is where.
 
 On the per-turn path (``index.connect`` opens the index through it): stdlib only.
 """
@@ -20,6 +20,7 @@ STATE_DIR = ".memory-forest"
 CONFIG = "forest.json"
 INDEX = "index.sqlite3"
 RECEIPTS = "receipts"  # one <transaction_id>.json per write
+PROPOSALS = "proposals"  # one <proposal_id>.json per consolidation proposal, with its status
 JOURNAL = "journal"  # the live transaction; holds MANIFEST and its images
 MANIFEST = "manifest.json"
 JOURNAL_STAGING_PREFIX = "journal-staging-"  # a journal being built, renamed to JOURNAL
@@ -58,3 +59,7 @@ def journal_dir(root: Path) -> Path:
 
 def receipt_rel(transaction_id: str) -> str:
     return state_rel(RECEIPTS, f"{transaction_id}.json")
+
+
+def proposal_rel(proposal_id: str) -> str:
+    return state_rel(PROPOSALS, f"{proposal_id}.json")

@@ -13,7 +13,7 @@ named as ``"module:attribute"`` strings and imported only when used, so
 ``retrieve`` and ``gate`` pay for the code they run and nothing else.
 
 Adding an operation is one ``Operation`` in the declaration module of its
-family (``reading``, ``writing``, ``keeping``) and one function over a
+family (``reading``, ``writing``, ``keeping``, ``reviewing``) and one function over a
 ``Forest``.
 """
 
@@ -153,9 +153,9 @@ def resolve(reference: str) -> Any:
 
 def operations() -> tuple[Operation, ...]:
     """Every operation, in the order the help and the reference list them."""
-    from . import keeping, reading, writing
+    from . import keeping, reading, reviewing, writing
 
-    return (*keeping.OPERATIONS, *reading.OPERATIONS, *writing.OPERATIONS)
+    return (*keeping.OPERATIONS, *reading.OPERATIONS, *writing.OPERATIONS, *reviewing.OPERATIONS)
 
 
 def by_name() -> dict[str, Operation]:

@@ -65,7 +65,10 @@ OPERATIONS = (
         params=(Param("verify_all", FLAG, "Re-hash every file, not a sample.",
                       flags=("--verify-all",)),
                 Param("log", PATH, "Append a one-line JSON run record to this file (0600).",
-                      flags=("--log",))),
+                      flags=("--log",)),
+                Param("consolidate", FLAG, "After the checks, make a consolidation proposal "
+                      "for what nothing has filed yet (never accepts one).",
+                      flags=("--consolidate",))),
         render="maintain"),
     Operation(
         "unlock", "memory_forest.operations:unlock",
@@ -123,4 +126,5 @@ GROUPS = {
     "hooks": "Install or remove the per-turn gate as a UserPromptSubmit hook (Claude Code, "
              "Codex).",
     "schedule": "Print scheduler entries for unattended maintenance (installs nothing).",
+    "proposals": "Review consolidation proposals: list, show, accept or reject.",
 }

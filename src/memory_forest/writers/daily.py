@@ -55,6 +55,23 @@ def resolve_entries(stage: Stage, entry_ids: list[str]) -> dict[str, str]:
     return found
 
 
+def add_sections(stage: Stage, date: str, sections: list[str]) -> tuple[str, bool]:
+    """Stage ``sections`` at the end of the Daily record of ``date`` (created if missing).
+
+    Returns its path and whether it is new.
+    """
+    path = f"05 daily/{date}.md"
+    text = stage.text(path)
+    block = "\n\n".join(sections)
+    if text is None:
+        title = f"Daily {date}"
+        meta = parents.new_meta(stage, "daily", title)
+        stage.put(path, document(meta, title, None, block))
+    else:
+        stage.put(path, parents.touch(stage, text).rstrip("\n") + "\n\n" + block + "\n")
+    return path, text is None
+
+
 def apply_daily(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
     plan = plans.load("daily", source)
     redactions = plans.redact_text(plan)
@@ -75,16 +92,8 @@ def apply_daily(forest: Forest | str | Path, source: str, wait: float = 0.0) -> 
                                                 "event_ids": missing[:20]})
             sections.append(entry_section(entry.entry_id, entry.summary, [
                 f"{events[rid]}#{rid}" for rid in entry.source_record_ids]))
-        path = f"05 daily/{plan.date}.md"
-        text = stage.text(path)
-        block = "\n\n".join(sections)
-        if text is None:
-            title = f"Daily {plan.date}"
-            meta = parents.new_meta(stage, "daily", title)
-            stage.put(path, document(meta, title, None, block))
-        else:
-            stage.put(path, parents.touch(stage, text).rstrip("\n") + "\n\n" + block + "\n")
-        stage.details.update({"path": path, "created": text is None,
+        path, created = add_sections(stage, plan.date, sections)
+        stage.details.update({"path": path, "created": created,
                               "entries": [entry.entry_id for entry in plan.entries],
                               "redactions": redactions})
 

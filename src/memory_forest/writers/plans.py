@@ -1,7 +1,9 @@
 """Plans: strict, versioned, closed JSON documents that say what a writer should do.
 
-Three kinds: the Daily Plan (``apply-daily``), the Structured Sweep Plan
-(``apply-structured``) and the Promotion Plan (``promote``). A plan is
+Four kinds: the Daily Plan (``apply-daily``), the Structured Sweep Plan
+(``apply-structured``), the Promotion Plan (``promote``) and the
+Consolidation Proposal, which ``consolidate`` writes and ``proposals accept``
+applies (it is read back from the state directory as untrusted as any plan). A plan is
 untrusted data, parsed like a QueryPlan: strict JSON (duplicate keys,
 NaN/Infinity rejected), closed objects (unknown fields rejected), exact
 types, bounded sizes, and every way a plan can be wrong has its own
@@ -161,17 +163,92 @@ class PromotionPlan(_Versioned):
     title: Title | None = Field(default=None, description="Title of a new leaf.")
 
 
+# --- Consolidation Proposal -------------------------------------------------------------------
+
+PROPOSAL_ID = r"^p-[0-9]{8}T[0-9]{9}Z-[0-9a-f]{8}$"
+Pointer = Annotated[str, Field(min_length=1, max_length=1000,
+                               description="'<path>#<event id or entry id>' of the source.")]
+
+
+class ProposalSource(_Plan):
+    """One source a proposal consumes, with what it held when the proposal was made."""
+
+    pointer: Pointer
+    fingerprint: Sha256 = Field(description="sha256 of the event's line (without its line "
+                                "end), or of the Daily entry's text, when proposed.")
+    observed_at: str | None = Field(default=None, max_length=100,
+                                    description="The event's observed_at, or null.")
+
+
+class ProposedPlacement(_Plan):
+    """Where an entry would be filed: an STM leaf, chosen by placement."""
+
+    tree: Segment
+    branch: Segment
+    leaf: Segment
+    title: Title = Field(description="Title of the leaf if it is new.")
+    action: Literal["new_leaf", "append", "inbox"]
+    score: float
+    reason: dict[str, Any] = Field(description="Why placement chose this leaf (the matching "
+                                   "branch and its score).")
+
+
+class ProposedEntry(_Plan):
+    """A new Daily entry summarizing ISTM events, and the leaf it would be filed in."""
+
+    entry_id: EntryId
+    summary: Text = Field(min_length=1, description="Generated from the events' text; "
+                          "'proposals accept --summaries' may replace it.")
+    sources: list[ProposalSource] = Field(min_length=1, max_length=1000)
+    placement: ProposedPlacement
+
+
+class ProposedDay(_Plan):
+    date: str = Field(pattern=DATE)
+    entries: list[ProposedEntry] = Field(min_length=1, max_length=1000)
+
+
+class ProposedPromotion(_Plan):
+    """An existing Daily entry no structured record cites, and the leaf it would be filed in."""
+
+    entry_id: EntryId
+    source: ProposalSource
+    placement: ProposedPlacement
+
+
+class Proposal(_Versioned):
+    """A consolidation proposal: unfiled ISTM events and Daily entries, and where each goes.
+
+    Written by ``consolidate`` under ``.memory-forest/proposals/``; applied as
+    one transaction (its ``transaction_id``) by ``proposals accept``.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True,
+                              title="Memory Forest Consolidation Proposal")
+    proposal_id: str = Field(pattern=PROPOSAL_ID, description="Sortable: creation time, then "
+                             "random.")
+    created_at: str = Field(max_length=100)
+    status: Literal["pending", "accepted", "rejected", "stale"] = Field(
+        description="stale: an accept found sources changed; its sources are free again.")
+    decided_at: str | None = Field(default=None, max_length=100)
+    reason: Text | None = Field(default=None, description="Why it was rejected, if given.")
+    days: list[ProposedDay] = Field(max_length=1000, description="New Daily entries, by day.")
+    promotions: list[ProposedPromotion] = Field(max_length=1000)
+
+
 # --- loading ----------------------------------------------------------------------------------
 
 KINDS: dict[str, type[_Versioned]] = {
     "daily": DailyPlan,
     "structured": StructuredSweepPlan,
     "promotion": PromotionPlan,
+    "proposal": Proposal,
 }
 SCHEMA_FILES = {
     "daily": "daily-plan.schema.json",
     "structured": "structured-sweep-plan.schema.json",
     "promotion": "promotion-plan.schema.json",
+    "proposal": "proposal.schema.json",
 }
 
 
@@ -361,7 +438,36 @@ def _check_structured(plan: StructuredSweepPlan) -> None:
     _unique(dispositions, "plan_duplicate_disposition", "Daily entry", "changes")
 
 
-_CHECKS = {"daily": _check_daily, "structured": _check_structured, "promotion": _check_promotion}
+def _check_proposal(plan: Proposal) -> None:
+    from ..routes import parse_route
+
+    promotions = [(item.source, item.placement, f"promotions.{number}", "daily")
+                  for number, item in enumerate(plan.promotions)]
+    entries = [(source, entry.placement, f"days.{day}.entries.{number}", "istm")
+               for day, group in enumerate(plan.days)
+               for number, entry in enumerate(group.entries) for source in entry.sources]
+    for source, placement, loc, layer in promotions + entries:
+        _check_segments([(placement.tree, "tree", f"{loc}.placement.tree"),
+                         (placement.branch, "branch", f"{loc}.placement.branch"),
+                         (placement.leaf, "leaf", f"{loc}.placement.leaf")])
+        _check_titles([(placement.title, f"{loc}.placement.title")])
+        path, mark, anchor = source.pointer.partition("#")
+        try:
+            route = parse_route(path)
+        except ForestError:
+            route = None
+        if route is None or route.layer.key != layer or not mark or not anchor:
+            raise reject("plan_bad_source", f"a source is not a {layer} pointer", loc)
+    ids = [entry.entry_id for group in plan.days for entry in group.entries]
+    _unique(ids + [item.entry_id for item in plan.promotions], "plan_duplicate_entry_id",
+            "entry id", "days")
+    _unique([group.date for group in plan.days], "plan_duplicate_date", "date", "days")
+    _unique([source.pointer for source, *_ in promotions + entries], "plan_duplicate_source",
+            "source", "days")
+
+
+_CHECKS = {"daily": _check_daily, "structured": _check_structured, "promotion": _check_promotion,
+           "proposal": _check_proposal}
 
 
 # --- JSON Schemas -----------------------------------------------------------------------------

@@ -1,0 +1,266 @@
+"""``consolidate``: propose Daily entries and STM placements for what nothing has filed yet.
+
+It reads the unfiled sources (``store.unfiled``: ISTM events no Daily entry
+or leaf cites, Daily entries no structured record cites), leaves out those any
+stored proposal already names (pending, accepted or rejected: a source is
+proposed once; a proposal refused as stale names nothing), and writes one
+proposal for at most ``limit`` of them:
+
+- each event gets a summary made from its own text, deterministically (the
+  payload's text, shortened), and a placement (``placement.place``, appending
+  to the best leaf when one fits, else the inbox); events of the same day
+  placed in the same leaf become one new Daily entry citing them all;
+- each unpromoted Daily entry gets a placement for its text.
+
+Every source carries a fingerprint of what it held, so ``proposals accept``
+can tell a source that changed since. Nothing canonical is written: the
+proposal is derived state under ``.memory-forest/proposals/``. The forest
+lock is held while the proposal is made, so two runs cannot propose the same
+source twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from ..envelope import result
+from ..errors import ForestError
+from ..forest import Forest, opened
+from . import proposals
+
+DEFAULT_LIMIT = 200
+MAX_LIMIT = 1000
+SUMMARY_CHARS = 240
+_SLUG_WORDS = 3
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def consolidate(forest: Forest | str | Path, limit: int = DEFAULT_LIMIT,
+                wait: float = 0.0) -> dict[str, Any]:
+    from .. import lock
+
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ForestError("consolidate_limit_invalid", f"--limit is 1 to {MAX_LIMIT} sources",
+                          exit_code=2)
+    with opened(forest) as forest, lock.held(forest.root, "consolidate", wait=wait):
+        return propose(forest, limit)
+
+
+def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+    """Make and store one proposal; the caller holds the forest lock (``maintain`` does)."""
+    from .. import store
+    from .view import View
+
+    root = forest.root
+    known, problems = proposals.every(root)
+    # A stale proposal was refused on accept: its sources wait for a fresh one.
+    named = {pointer for proposal in known if proposal.status != "stale"
+             for pointer in proposals.pointers(proposal)}
+    reserved = {entry_id for proposal in known for entry_id in proposals.entry_ids(proposal)}
+    waiting = [fragment for fragment in store.unfiled(forest.reader())
+               if f"{fragment.path}#{fragment.anchor}" not in named]
+    chosen, remaining = waiting[:limit], max(0, len(waiting) - limit)
+    view = View(forest)
+    try:
+        made = _Proposal(forest, view, reserved)
+        for fragment in chosen:
+            made.add(fragment)
+        document = made.document()
+    finally:
+        view.close()
+    found = {"skipped": made.skipped, "remaining": remaining, "problems": problems,
+             "redactions": made.redactions}
+    if document is None:
+        return result("consolidate", proposal=None, path=None, counts=None,
+                      message="nothing to consolidate", **found)
+    from ..jsonio import dumps
+    from .plans import parse
+
+    checked = parse("proposal", dumps(document))  # stored only as strict as it is read back
+    path = proposals.save(root, document)
+    return result("consolidate", proposal=document, path=path,
+                  counts=proposals.counts(checked), message=None, **found)
+
+
+class _Proposal:
+    """The proposal being built, one source at a time (oldest first)."""
+
+    def __init__(self, forest: Forest, view: Any, reserved: set[str]) -> None:
+        self.forest, self.view, self.reserved = forest, view, set(reserved)
+        self.groups: dict[tuple[str, str], dict[str, Any]] = {}  # (day, leaf) -> entry
+        self.promotions: list[dict[str, Any]] = []
+        self.skipped: list[dict[str, str]] = []
+        self.redactions: dict[str, int] = {}
+
+    def add(self, fragment: Any) -> None:
+        pointer = f"{fragment.path}#{fragment.anchor}"
+        if _unusable(pointer):
+            self.skipped.append({"pointer": pointer[:300], "reason": "not_plain_text"})
+            return
+        try:
+            if fragment.kind == "event":
+                self._event(fragment, pointer)
+            else:
+                self._entry(fragment, pointer)
+        except ForestError as exc:  # one source's problem never stops the rest
+            self.skipped.append({"pointer": pointer, "reason": exc.code})
+
+    def _event(self, fragment: Any, pointer: str) -> None:
+        from ..jsonio import loads_strict
+
+        line = proposals.event_line(self.view.read(fragment.path), fragment.anchor)
+        if line is None:  # edited away since it was indexed
+            self.skipped.append({"pointer": pointer, "reason": "missing"})
+            return
+        record = loads_strict(line)
+        text = event_text(record)
+        placement = self._place(text)
+        observed = record.get("observed_at") if isinstance(record.get("observed_at"), str) \
+            else None
+        day = day_of(observed, fragment.path)
+        group = self.groups.setdefault((day, _leaf_path(placement)), {
+            "placement": placement, "texts": [], "sources": []})
+        group["texts"].append(text)
+        group["sources"].append({"pointer": pointer, "fingerprint": _sha(line),
+                                 "observed_at": _plain(observed)})
+
+    def _entry(self, fragment: Any, pointer: str) -> None:
+        from .daily import entry_text
+
+        text = entry_text(self.view.text(fragment.path) or "", fragment.anchor)
+        prose = "\n".join(line for line in text.split("\n") if not line.startswith("Sources:"))
+        self.promotions.append({
+            "entry_id": fragment.anchor,
+            "source": {"pointer": pointer, "fingerprint": proposals.fingerprint_text(text),
+                       "observed_at": None},
+            "placement": self._place(prose.strip() or fragment.anchor)})
+
+    def _place(self, text: str) -> dict[str, Any]:
+        from ..placement import place
+        from .markdown import check_linkable, check_title
+
+        found = place(self.forest, text, append=True)
+        for segment, what in ((found.tree, "tree"), (found.branch, "branch"),
+                              (found.leaf, "leaf")):
+            check_linkable(segment, what)
+        check_title(found.title)
+        return {"tree": found.tree, "branch": found.branch, "leaf": found.leaf,
+                "title": _plain(found.title), "action": found.action,
+                "score": _plain(float(found.score)) or 0.0, "reason": _plain(found.reason)}
+
+    def document(self) -> dict[str, Any] | None:
+        if not self.groups and not self.promotions:
+            return None
+        days: dict[str, list[dict[str, Any]]] = {}
+        for (day, _), group in self.groups.items():  # insertion order: oldest source first
+            summary = self._summary(group["texts"])
+            days.setdefault(day, []).append({
+                "entry_id": self._entry_id(day, summary), "summary": summary,
+                "sources": group["sources"], "placement": group["placement"]})
+        proposal_id = proposals.new_id()
+        from .receipts import now
+
+        return {"schema_version": 1, "proposal_id": proposal_id,
+                "transaction_id": proposals.transaction_id(proposal_id), "created_at": now(),
+                "status": "pending", "decided_at": None, "reason": None,
+                "days": [{"date": day, "entries": days[day]} for day in sorted(days)],
+                "promotions": self.promotions}
+
+    def _summary(self, texts: list[str]) -> str:
+        from .redact import redact_text
+
+        lines = [shorten(text) for text in texts]
+        summary = lines[0] if len(lines) == 1 else "\n".join(f"- {line}" for line in lines)
+        return redact_text(summary, self.redactions)
+
+    def _entry_id(self, day: str, summary: str) -> str:
+        """``d-YYYYMMDD-<first words>``, numbered when taken (in Daily or any proposal)."""
+        base = f"d-{day.replace('-', '')}-{slug(summary)}"
+        number, candidate = 1, base
+        while candidate in self.reserved or self.view.entry_paths({candidate}):
+            number += 1
+            candidate = f"{base}-{number}"
+        self.reserved.add(candidate)
+        return candidate
+
+
+def _leaf_path(placement: dict[str, Any]) -> str:
+    from ..routes import stm_path
+
+    return stm_path(placement["tree"], placement["branch"], placement["leaf"])
+
+
+def event_text(record: dict[str, Any]) -> str:
+    """What an event says: its payload's text, the payload itself if it is a string, else
+    the payload as compact JSON; the kind when there is nothing else."""
+    from ..jsonio import dumps
+
+    payload = record.get("payload")
+    if isinstance(payload, dict) and isinstance(payload.get("text"), str):
+        text = payload["text"]
+    elif isinstance(payload, str):
+        text = payload
+    else:
+        text = dumps(payload)
+    text = " ".join(_CONTROL.sub(" ", unicodedata.normalize("NFC", text)).split())
+    return text or str(record.get("kind") or "event")
+
+
+def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
+    """At most ``limit`` characters, cut at a word boundary with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "\u2026"
+
+
+def slug(text: str) -> str:
+    from ..text import STOPWORDS
+
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    words = [word[:16] for word in re.findall(r"[a-z0-9]+", folded) if word not in STOPWORDS]
+    return "-".join(words[:_SLUG_WORDS]) or "entry"
+
+
+def day_of(observed_at: str | None, path: str) -> str:
+    """The day an event belongs to: its observed date as written, else its shard's date."""
+    if observed_at is not None:
+        try:
+            return dt.datetime.fromisoformat(observed_at.replace("Z", "+00:00")).date().isoformat()
+        except ValueError:
+            pass
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    if _DATE.fullmatch(stem):
+        return stem
+    return dt.datetime.now(dt.UTC).date().isoformat()
+
+
+def _sha(data: bytes) -> str:
+    from ..digest import sha256_hex
+
+    return sha256_hex(data)
+
+
+def _unusable(pointer: str) -> bool:
+    """A pointer a proposal cannot carry as given: it must stay byte for byte what it names."""
+    return unicodedata.normalize("NFC", pointer) != pointer or bool(_CONTROL.search(pointer))
+
+
+def _plain(value: Any) -> Any:
+    """A value as a proposal stores it: NFC text without control characters, finite numbers."""
+    if isinstance(value, str):
+        return _CONTROL.sub(" ", unicodedata.normalize("NFC", value))
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(_plain(str(key))): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
