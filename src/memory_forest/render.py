@@ -484,14 +484,15 @@ def _proposal(outcome: dict[str, Any]) -> None:
 def _proposals(outcome: dict[str, Any]) -> None:
     if not outcome["proposals"]:
         _out.print("no proposals")
+    # Fits 80 columns: a narrow terminal (or none) must not cut the headers down to "sta…".
     table = Table(box=None, pad_edge=False)
-    for name in ("proposal", "created", "status", "entries", "promotions", "sources"):
-        table.add_column(name, no_wrap=name in ("proposal", "created"),
-                         justify="right" if name in ("entries", "promotions", "sources")
-                         else "left")
+    for name in ("proposal", "created", "status", "new", "promote", "src"):
+        table.add_column(name, no_wrap=True,
+                         justify="right" if name in ("new", "promote", "src") else "left")
     for row in outcome["proposals"]:
         counts = row["counts"]
-        table.add_row(_escape(row["proposal_id"]), _escape(row["created_at"]), row["status"],
+        created = row["created_at"][:16].replace("T", " ")
+        table.add_row(_escape(row["proposal_id"]), _escape(created), row["status"],
                       str(counts["entries"]), str(counts["promotions"]), str(counts["sources"]))
     if outcome["proposals"]:
         _out.print(table)
