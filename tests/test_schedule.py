@@ -142,6 +142,30 @@ def test_systemd_units_parse_with_expected_keys(forest: Path) -> None:
     assert timer["Install"]["WantedBy"] == "timers.target"
 
 
+@pytest.mark.parametrize("consolidate", [False, True])
+def test_a_scheduled_run_can_also_consolidate(forest: Path, consolidate: bool) -> None:
+    """Each format carries the same command, ``--consolidate`` last when asked for and
+    nowhere otherwise, and still parses as its scheduler reads it."""
+    runs = {}
+    for scheduler in schedule.SCHEDULERS:
+        outcome = schedule.print_entry(scheduler, forest, console_script(),
+                                       consolidate=consolidate)
+        assert (outcome["command"][-1] == "--consolidate") is consolidate
+        runs[scheduler] = outcome
+    (cron,) = cron_lines(entry_text(runs["cron"], "crontab.example"))
+    plist = plistlib.loads(
+        entry_text(runs["launchd"], "org.memory-forest.maintenance.plist.example").encode())
+    service = parse_unit(entry_text(runs["systemd"], "memory-forest-maintenance.service"))
+    command = runs["cron"]["command"]
+    assert cron[5:5 + len(command)] == command
+    assert plist["ProgramArguments"] == command
+    assert systemd_split(service["Service"]["ExecStart"]) == command
+    for outcome in runs.values():
+        for entry in outcome["entries"]:
+            if not entry["name"].endswith(".timer"):  # the timer only starts the service
+                assert ("consolidate" in entry["text"]) is consolidate, entry["name"]
+
+
 def test_systemd_escapes_an_awkward_root(awkward_forest: Path) -> None:
     outcome = schedule.print_entry("systemd", awkward_forest, console_script())
     service = parse_unit(entry_text(outcome, "memory-forest-maintenance.service"))

@@ -26,7 +26,9 @@ from .errors import ForestError, usage_error
 
 PROGRAM = "memory-forest"
 TEMPLATE_PACKAGE_DIR = "automation_templates"
-PLACEHOLDERS = ("MEMORY_FOREST_BIN", "FOREST_ROOT", "RUN_LOG")
+PLACEHOLDERS = ("MEMORY_FOREST_BIN", "FOREST_ROOT", "RUN_LOG", "MAINTAIN_OPTIONS")
+# Steps a scheduled run may add to the checks: the flag of ``maintain`` that turns each on.
+MAINTAIN_STEPS = {"consolidate": "--consolidate"}
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 LOG_SUFFIX = ".maintenance.jsonl"
@@ -99,8 +101,12 @@ def print_entry(
     root: str | os.PathLike[str] | None = None,
     bin_path: str | os.PathLike[str] | None = None,
     log: str | os.PathLike[str] | None = None,
+    consolidate: bool = False,
 ) -> dict[str, Any]:
     """Return a ready-to-install entry for ``scheduler`` with absolute paths filled in.
+
+    ``consolidate`` adds ``--consolidate`` to the scheduled ``maintain``: each run then
+    makes a consolidation proposal for review (it never accepts one).
 
     ``root`` (default: the default root, see ``userconfig``) is made absolute
     and must be a real directory (a symlink root is refused). ``bin_path``
@@ -125,11 +131,12 @@ def print_entry(
               "RUN_LOG": str(run_log)}
     for name, value in values.items():
         _check_value(name, value)
+    options = [MAINTAIN_STEPS["consolidate"]] if consolidate else []
     entries = [
         {
             "name": template.name,
             "install_as": template.install_as,
-            "text": render_template(scheduler, template_text(template.name), values),
+            "text": render_template(scheduler, template_text(template.name), values, options),
         }
         for template in SCHEDULERS[scheduler]
     ]
@@ -139,15 +146,28 @@ def print_entry(
         root=str(forest),
         bin=str(program),
         log=str(run_log),
-        command=[str(program), "maintain", str(forest), "--json", "--log", str(run_log)],
+        command=[str(program), "maintain", str(forest), "--json", "--log", str(run_log),
+                 *options],
         entries=entries,
         install=list(INSTALL_STEPS[scheduler]),
     )
 
 
-def render_template(scheduler: str, text: str, values: dict[str, str]) -> str:
-    """Substitute ``@NAME@`` placeholders, escaping each value for the scheduler's format."""
+def render_template(scheduler: str, text: str, values: dict[str, str],
+                    options: list[str] | None = None) -> str:
+    """Substitute ``@NAME@`` placeholders, escaping each value for the scheduler's format.
+
+    ``@MAINTAIN_OPTIONS@`` stands where extra ``maintain`` arguments go: after the
+    others on the command line (cron, systemd), or on a line of its own in the plist's
+    argument array, which disappears when there are none.
+    """
     escape = _ESCAPES[scheduler]
+    if scheduler == "launchd":
+        arguments = "".join(f"\t\t<string>{escape(option)}</string>\n" for option in options or [])
+        text = text.replace("@MAINTAIN_OPTIONS@\n", arguments)
+    else:
+        text = text.replace("@MAINTAIN_OPTIONS@",
+                            "".join(f" {_quoted(scheduler, option)}" for option in options or []))
 
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -239,3 +259,9 @@ def _systemd(value: str) -> str:
 
 
 _ESCAPES = {"cron": _cron, "launchd": _launchd, "systemd": _systemd}
+
+
+def _quoted(scheduler: str, option: str) -> str:
+    """One extra argument as the command line of ``scheduler`` takes it."""
+    return _cron(option) if scheduler == "cron" else f'"{_systemd(option)}"'
+

@@ -117,7 +117,10 @@ OPERATIONS = (
                 Param("bin_path", PATH, "memory-forest executable (default: this one).",
                       flags=("--bin",)),
                 Param("log", PATH, "JSONL run log (default: ROOT.maintenance.jsonl next to the "
-                      "forest).", flags=("--log",))),
+                      "forest).", flags=("--log",)),
+                Param("consolidate", FLAG, "Each run also makes a consolidation proposal for "
+                      "review (maintain --consolidate); it never accepts one.",
+                      flags=("--consolidate",))),
         command=("schedule", "print"), forest=False, render="schedule_print"),
 )
 
