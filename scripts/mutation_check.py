@@ -135,6 +135,31 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_validate.py", "tests/test_audit.py"),
     ),
     Breakage(
+        "placement files a fact under a branch that barely beats the runner-up", "placement.py",
+        (("    if runner is not None and best.score < MIN_MARGIN * runner.score:\n",
+          "    if False:\n"),),
+        ("tests/test_placement.py",),
+    ),
+    Breakage(
+        "a capture a leaf cites is still listed as unfiled", "store.py",
+        (("\"(f.kind = 'event' AND s.layer_number IN (4, 5)) OR \"",
+          "\"(f.kind = 'event' AND s.layer_number IN (-1)) OR \""),),
+        ("tests/test_unfiled.py",),
+    ),
+    Breakage(
+        "audit no longer checks the ISTM hash chain", "audit.py",
+        (("            if previous is not None and record[chain.FIELD] != previous:\n",
+          "            if False:\n"),),
+        ("tests/test_provenance.py",),
+    ),
+    Breakage(
+        "accepting a proposal ignores a source that changed since it was made",
+        "writers/proposals.py",
+        (('            "changed" if sha256_hex(line) != source.fingerprint else None\n',
+          '            None\n'),),
+        ("tests/writers/test_consolidate.py",),
+    ),
+    Breakage(
         "browse renders raw HTML", "browse/safehtml.py",
         (('MarkdownIt("commonmark", {"html": False,', 'MarkdownIt("commonmark", {"html": True,'),
          ('    rules["html_block"] = _render_escaped_block\n'
