@@ -138,3 +138,20 @@ class Repo:
 
     def remotes(self) -> list[str]:
         return self.out("remote").split()
+
+
+def merge_file(base: str, ours: str, theirs: str) -> str | None:
+    """``git merge-file``'s three-way merge of three texts; None when it finds a conflict."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="memory-forest-merge-") as scratch:
+        names = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = os.path.join(scratch, name)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            names.append(path)
+        done = _run(["merge-file", "-p", "-q", *names], None, check=False)
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8")

@@ -39,7 +39,9 @@ MAX_LISTED = 200
 GITATTRIBUTES = """\
 # Written by memory-forest sync. ISTM files are append-only lines: a merge keeps
 # both sides' lines. Daily records are lists of entries: the driver keeps both
-# sides' entries (registered in .git/config by every sync, never committed).
+# sides' entries. Other records: the driver merges both sides' new child links
+# (drivers registered in .git/config by every sync, never committed).
+*.md merge=memory-forest-record
 06[[:space:]]istm/*.jsonl merge=union
 05[[:space:]]daily/*.md merge=memory-forest-daily
 """
@@ -178,10 +180,12 @@ class _Sync:
                 current = None
             if current != text.encode():
                 write_private(path, text.encode())
-        driver = (f"{shlex.quote(sys.executable)} -P -m memory_forest.dailymerge "
-                  "%O %A %B")
-        self.repo.config("merge.memory-forest-daily.name", "memory-forest Daily entries")
-        self.repo.config("merge.memory-forest-daily.driver", driver)
+        from .mergedriver import DRIVERS
+
+        for kind, name in DRIVERS.items():
+            self.repo.config(f"merge.{name}.name", f"memory-forest {kind} merge")
+            self.repo.config(f"merge.{name}.driver", f"{shlex.quote(sys.executable)} -P -m "
+                             f"memory_forest.mergedriver {kind} %O %A %B")
 
     def _changes(self) -> list[str]:
         """What a commit would take: every changed, new or deleted path git does not ignore."""
