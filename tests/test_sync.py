@@ -24,6 +24,7 @@ from memory_forest.audit import CHAIN_CODES
 from memory_forest.credentials import line_findings
 from memory_forest.mergedriver import merge as merge_daily
 from memory_forest.retrieve import retrieve
+from memory_forest.schemas import SyncResult
 from memory_forest.sync import sync
 from memory_forest.writers.capture import capture_events
 from memory_forest.writers.remember import remember
@@ -129,6 +130,8 @@ def test_two_machines_share_facts_and_every_event_once(pair, monkeypatch) -> Non
         assert operations.validate(root)["ok"], operations.validate(root)["issues"]
         assert audit_errors(root) == []
     assert sorted(event_ids(a)) == sorted(event_ids(b))
+    for outcome in (pushed, merged):
+        SyncResult.model_validate(outcome)
     assert canonical(a) == canonical(b)
     # Derived state never travels: of .memory-forest/ only the config is in the remote.
     state = [path for path in remote_paths(remote) if path.startswith(".memory-forest/")]
@@ -246,6 +249,7 @@ def test_dry_run_changes_nothing(pair) -> None:
     status, remote_head = git(a, "status", "--porcelain"), git(remote, "rev-parse", "HEAD")
     shown = sync(a, dry_run=True)
     assert shown["ok"] and shown["dry_run"]
+    SyncResult.model_validate(shown)
     assert any(path.endswith("compost-bin.md") for path in shown["would_commit"])
     assert shown["incoming"]["commits"] == 1
     assert any(path.endswith("rain-barrel.md") for path in shown["incoming"]["paths"])
@@ -341,3 +345,23 @@ def test_facts_filed_under_one_parent_on_both_machines_merge(pair) -> None:
             assert text.count(f"inbox/inbox/{leaf}|") == 1, text
         assert audit_errors(root) == []
     assert canonical(a) == canonical(b)
+
+
+def test_a_merge_left_half_done_is_undone_first(pair) -> None:
+    _, a, b = pair
+    leaf = "04 stm/inbox/inbox/pump-valve.md"
+    original = (a / leaf).read_text()
+    (b / leaf).write_text(original.replace("painted blue", "painted green"))
+    sync(b)
+    (a / leaf).write_text(original.replace("painted blue", "painted red"))
+    git(a, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qam", "hand")
+    git(a, "fetch", "-q", "origin")
+    # a merge stopped half-way, as a sync killed inside git would leave it, markers included
+    subprocess.run(["git", "-c", "merge.memory-forest-record.driver=false",
+                    "-c", "user.name=t", "-c", "user.email=t@example.org", "merge",
+                    "origin/" + git(a, "branch", "--show-current")], cwd=a, capture_output=True)
+    assert (a / ".git" / "MERGE_HEAD").exists()
+    (a / leaf).write_text("<<<<<<< ours\nred\n=======\ngreen\n>>>>>>> theirs\n")
+    raises_code(lambda: sync(a), "sync_conflict")
+    assert (a / leaf).read_text() == original.replace("painted blue", "painted red")
+    assert not (a / ".git" / "MERGE_HEAD").exists()

@@ -67,10 +67,12 @@ def sync(forest: Forest | str | Path, remote: str | None = None, init: str | Non
     if init is not None and not init.strip():
         raise usage_error("sync_init_url_empty", "--init takes the remote's URL")
     started = time.perf_counter()
-    root = Forest.of(forest).root
+    handle = Forest.of(forest)
+    root = handle.root
     gitrepo.executable()  # git_missing before anything else happens
     with lock.held(root, "sync", wait=wait):
         outcome = _Sync(root, name, dry_run, allow_secrets).run(init)
+    handle.forget_index()  # a clone's first sync builds the index the handle may hold open
     outcome["seconds"] = round(time.perf_counter() - started, 3)
     return result("sync", **outcome)
 
