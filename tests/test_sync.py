@@ -224,7 +224,7 @@ def test_the_daily_driver_refuses_one_entry_changed_two_ways() -> None:
     assert merge_daily(text.format("ours"), text.format("theirs")) is None
 
 
-def test_a_leaf_changed_on_both_sides_is_undone_not_marked(pair) -> None:
+def test_a_leaf_changed_on_both_sides_keeps_both_versions(pair, monkeypatch) -> None:
     _, a, b = pair
     leaf = "04 stm/inbox/inbox/pump-valve.md"
     original = (a / leaf).read_text()
@@ -232,9 +232,45 @@ def test_a_leaf_changed_on_both_sides_is_undone_not_marked(pair) -> None:
     (b / leaf).write_text(original.replace("painted blue", "painted green"))
     sync(b)
     ours = (a / leaf).read_bytes()
-    error = raises_code(lambda: sync(a), "sync_conflict")
-    assert leaf in error.details["paths"]
+    machine(monkeypatch, "alpha")
+    merged = sync(a)
+    assert merged["ok"] and merged["pushed"], merged
+    ((found),) = merged["conflicts"]
+    assert found["path"] == leaf
+    copy = found["copy"]
+    assert copy.startswith("04 stm/inbox/inbox/pump-valve-conflict-alpha-") and \
+        copy.endswith(".md")
     assert (a / leaf).read_bytes() == ours
+    text = (a / copy).read_text()
+    assert "painted green" in text and f'conflict_of: "{leaf}"' in text
+    assert stat.S_IMODE(os.lstat(a / copy).st_mode) == 0o600
+    sync(b)
+    for root in (a, b):
+        assert not any(b"<<<<<<<" in data or b">>>>>>>" in data
+                       for data in canonical(root).values())
+        assert operations.validate(root)["ok"], operations.validate(root)["issues"]
+        assert audit_errors(root) == []
+    assert canonical(a) == canonical(b)
+    found_copy = retrieve(a, "painted green")
+    assert any(node["path"] == copy for trail in found_copy["trails"]
+               for node in trail["nodes"]), found_copy
+
+
+def test_one_daily_entry_changed_two_ways_is_undone_not_marked(pair) -> None:
+    _, a, b = pair
+    day = "05 daily/2026-12-01.md"
+    text = ('---\nid: "daily-2026-12-01"\ntitle: "Daily 2026-12-01"\nstatus: "active"\n---\n'
+            "# Daily 2026-12-01\n\n## d-first\n\n{}\n")
+    write_file(a, day, text.format("The day began.").encode())
+    sync(a)
+    sync(b)
+    write_file(a, day, text.format("The day began with rain.").encode())
+    write_file(b, day, text.format("The day began with sun.").encode())
+    sync(b)
+    ours = (a / day).read_bytes()
+    error = raises_code(lambda: sync(a), "sync_conflict")
+    assert day in error.details["paths"]
+    assert (a / day).read_bytes() == ours
     assert not any(b"<<<<<<<" in data for data in canonical(a).values())
     assert not (a / ".git" / "MERGE_HEAD").exists()
     assert operations.validate(a)["ok"]
@@ -362,6 +398,8 @@ def test_a_merge_left_half_done_is_undone_first(pair) -> None:
                     "origin/" + git(a, "branch", "--show-current")], cwd=a, capture_output=True)
     assert (a / ".git" / "MERGE_HEAD").exists()
     (a / leaf).write_text("<<<<<<< ours\nred\n=======\ngreen\n>>>>>>> theirs\n")
-    raises_code(lambda: sync(a), "sync_conflict")
+    done = sync(a)
+    assert done["ok"] and done["conflicts"][0]["path"] == leaf, done
     assert (a / leaf).read_text() == original.replace("painted blue", "painted red")
     assert not (a / ".git" / "MERGE_HEAD").exists()
+    assert operations.validate(a)["ok"]

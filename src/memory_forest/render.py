@@ -529,6 +529,9 @@ def _sync(outcome: dict[str, Any]) -> None:
         _out.print(f"committed {committed['files']} file(s): {_escape(committed['message'])}")
     if pulled.get("commits"):
         _out.print(f"pulled {pulled['commits']} commit(s), {pulled['files']} file(s)")
+    for conflict in outcome.get("conflicts", []):
+        _out.print(f"[yellow]conflict[/] {_escape(conflict['path'])} kept; theirs is "
+                   f"{_escape(conflict['copy'])}")
     errors = (outcome.get("checks") or {}).get("errors") or []
     for issue in errors[:MAX_LISTED_ISSUES]:
         _out.print(f"[red]error[/] {_escape(issue['path'])}: {_escape(issue['code'])}")

@@ -223,6 +223,8 @@ class SyncResult(Result):
     committed: SyncCommit | None = None
     pulled: SyncPaths | None = None
     secrets: list[SecretFinding] = []
+    conflicts: list[dict[str, str]] = Field([], description="Records both sides changed: "
+                                            "'path' kept ours, 'copy' holds theirs.")
     created_dirs: list[str] = Field([], description="Layer directories (and .memory-forest/) "
                                     "git could not carry, created empty.")
     modes: dict[str, Any] | None = None

@@ -10,9 +10,11 @@ clone wrote, git's files included; validate and audit (findings are reported,
 one file's problem never fails the sync); bring the index up to date; push;
 release the lock.
 
-A merge that git cannot finish cleanly is aborted before anything else
-happens, so no conflict marker ever lands in a canonical file: the sync fails
-with ``sync_conflict`` and the paths, the forest exactly as it was before.
+A branch or leaf both sides changed in the same lines is kept twice: ours
+in place, theirs beside it as a conflict copy (``conflict_of:`` names the
+original). Any other conflict aborts the merge before anything else happens:
+the sync fails with ``sync_conflict`` and the paths, the forest exactly as it
+was before. Either way no conflict marker ever lands in a canonical file.
 """
 
 from __future__ import annotations
@@ -277,26 +279,66 @@ class _Sync:
         return {"commits": commits, "files": len(paths), "paths": paths[:MAX_LISTED]}
 
     def _merge(self, branch: str) -> int:
-        """Merge the remote branch; the number of commits it brought. A conflict is undone."""
+        """Merge the remote branch; the number of commits it brought.
+
+        A Markdown record both sides changed in the same lines is kept twice:
+        ours in place, theirs as a conflict copy beside it (``conflict_copy``),
+        and the merge is concluded. Any other conflict undoes the merge.
+        """
         repo, theirs = self.repo, self._tracking(branch)
         if not repo.has_commit(theirs):
             return 0
         commits = int(repo.out("rev-list", "--count", f"HEAD..{theirs}"))
         if not commits:
             return 0
-        done = repo.run("merge", "--no-edit", "--no-stat", "-q", "-m",
-                        f"memory-forest sync: merge {self.remote}/{branch}", theirs, check=False)
+        message = f"memory-forest sync: merge {self.remote}/{branch}"
+        done = repo.run("merge", "--no-edit", "--no-stat", "-q", "-m", message, theirs,
+                        check=False)
         if done.returncode == 0:
             return commits
         conflicted = repo.lines_z("diff", "--name-only", "--diff-filter=U", "-z")
-        repo.run("merge", "--abort", check=False)
-        if not conflicted:
-            raise ForestError("git_failed", f"git merge failed with exit code {done.returncode}",
-                              {"command": "merge", "exit_code": done.returncode})
-        raise ForestError("sync_conflict", "both sides changed the same file in ways git "
-                          "cannot merge; the merge was undone, nothing changed; edit one side "
-                          "(or supersede), then sync again",
-                          {"paths": conflicted[:MAX_LISTED]})
+        copies = self._conflict_copies(conflicted) if conflicted else None
+        if copies is None:
+            repo.run("merge", "--abort", check=False)
+            if not conflicted:
+                raise ForestError("git_failed", f"git merge failed with exit code "
+                                  f"{done.returncode}", {"command": "merge",
+                                                         "exit_code": done.returncode})
+            raise ForestError("sync_conflict", "both sides changed the same file in ways "
+                              "sync cannot keep apart; the merge was undone, nothing changed; "
+                              "make the two versions agree on one side, then sync again",
+                              {"paths": conflicted[:MAX_LISTED]})
+        repo.run("commit", "-q", "--no-verify", "-m", message + " (conflict copies)")
+        self.out["conflicts"] = copies
+        return commits
+
+    def _conflict_copies(self, conflicted: list[str]) -> list[dict[str, str]] | None:
+        """Ours in place and theirs filed beside it, for every conflicted path; None (and
+        nothing written) when one of them is not a branch or leaf both sides still have."""
+        from .safety import write_new_private, write_private
+
+        planned = []
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for path in conflicted:
+            ours = self._stage_blob(2, path)
+            theirs = self._stage_blob(3, path)
+            copy = conflict_copy_path(path, host_label(), stamp)
+            if ours is None or theirs is None or copy is None \
+                    or os.path.lexists(self.root / copy):
+                return None
+            text = conflict_copy_text(theirs, path, f"conflict-{host_label()}-{stamp}")
+            if text is None:
+                return None
+            planned.append((path, ours, copy, text))
+        for path, ours, copy, text in planned:
+            write_private(self.root / path, ours)  # never the marked-up file git left
+            write_new_private(self.root / copy, text.encode("utf-8"))
+            self.repo.run("add", "--", path, copy)
+        return [{"path": path, "copy": copy} for path, _, copy, _ in planned]
+
+    def _stage_blob(self, stage_number: int, path: str) -> bytes | None:
+        done = self.repo.run("show", f":{stage_number}:{path}", check=False)
+        return done.stdout if done.returncode == 0 else None
 
     def _ahead(self, branch: str) -> bool:
         repo, theirs = self.repo, self._tracking(branch)
@@ -333,6 +375,48 @@ class _Sync:
             return index.build(self.root)  # incremental when an index exists
         except ForestError as exc:
             return {"error": exc.to_dict()}
+
+
+def host_label() -> str:
+    """This machine's name as a file name segment: MEMORY_FOREST_HOST, else the hostname."""
+    import re
+    import socket
+
+    raw = os.environ.get("MEMORY_FOREST_HOST") or socket.gethostname()
+    label = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:40]
+    return label or "host"
+
+
+def conflict_copy_path(path: str, host: str, stamp: str) -> str | None:
+    """``<name>-conflict-<host>-<time>.md`` beside a branch or leaf; None for other files."""
+    from .routes import parse_route
+
+    try:
+        route = parse_route(path)
+    except ForestError:
+        return None
+    if route.layer.key not in ("mtm", "stm") or not path.endswith(".md"):
+        return None
+    folder, _, name = path.rpartition("/")
+    suffix = f"-conflict-{host}-{stamp}"
+    return f"{folder}/{name[:-3][:200 - len(suffix)]}{suffix}.md"
+
+
+def conflict_copy_text(data: bytes, path: str, tag: str) -> str | None:
+    """Theirs, with ``conflict_of: <path>`` and an id of its own; None if unreadable."""
+    from .writers.markdown import edit_frontmatter, metadata, render_key
+
+    try:
+        text = data.decode("utf-8")
+        old_id = metadata(text).get("id")
+        new_id = f"{old_id}-{tag}" if isinstance(old_id, str) and old_id else tag
+        text = edit_frontmatter(text, {"id": new_id})
+    except (UnicodeDecodeError, ForestError, ValueError):
+        return None
+    lead = "\ufeff---\n" if text.startswith("\ufeff---\n") else "---\n"
+    if not text.startswith(lead):
+        return None
+    return lead + render_key("conflict_of", path) + text[len(lead):]
 
 
 def _missing_dirs(root: Path) -> list[str]:

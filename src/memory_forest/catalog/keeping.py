@@ -84,8 +84,9 @@ OPERATIONS = (
         "memory-forest sync ~/memory --init git@example.org:me/memory.git",
         help="Takes the forest lock. Derived state under .memory-forest/ is never committed "
         "(forest.json travels). Refuses to commit credential-shaped text (secrets_found) "
-        "unless --allow-secrets. A merge git cannot finish is undone (sync_conflict): no "
-        "conflict marker ever lands in a file. See docs/sync.md.",
+        "unless --allow-secrets. A branch or leaf changed on both sides keeps ours and files "
+        "theirs beside it as a conflict copy; any other conflict undoes the merge "
+        "(sync_conflict). No conflict marker ever lands in a file. See docs/sync.md.",
         params=(Param("remote", TEXT, "The git remote to sync with (default: origin).",
                       flags=("--remote",)),
                 Param("init", TEXT, "First use: create the repository (with its .gitignore "
