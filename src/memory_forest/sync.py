@@ -51,10 +51,11 @@ GITATTRIBUTES = """\
 
 def gitignore() -> str:
     from .ignore import GIT_DEBRIS_PATTERNS
+    from .statefiles import CONFIG, STATE_DIR, state_rel
 
     return ("# Written by memory-forest sync. Derived state (index, receipts, journal,\n"
             "# proposals) stays on each machine; the forest's config travels with it.\n"
-            "/.memory-forest/*\n!/.memory-forest/forest.json\n/.obsidian/\n/.trash/\n"
+            f"/{STATE_DIR}/*\n!/{state_rel(CONFIG)}\n/.obsidian/\n/.trash/\n"
             "# Editor and OS debris, which the forest itself never reads.\n"
             + "".join(f"{pattern}\n" for pattern in GIT_DEBRIS_PATTERNS))
 
@@ -200,12 +201,12 @@ class _Sync:
     def _would_commit_all(self) -> list[str]:
         """A forest without a repository: everything the ``.gitignore`` would let in."""
         from .safety import walk
+        from .statefiles import CONFIG, STATE_DIR, state_rel
 
         listing = walk(self.root, Forest.of(self.root).limits)
         return [".gitattributes", ".gitignore", *sorted(
             entry.path for entry in listing.files
-            if not entry.path.startswith(".memory-forest/")
-            or entry.path == ".memory-forest/forest.json")]
+            if not entry.path.startswith(STATE_DIR + "/") or entry.path == state_rel(CONFIG))]
 
     def _secrets(self, paths: list[str]) -> list[dict[str, Any]]:
         """The credential rules over each file that would leave the machine: the changes,
