@@ -251,6 +251,7 @@ def test_a_leaf_changed_on_both_sides_keeps_both_versions(pair, monkeypatch) -> 
         assert operations.validate(root)["ok"], operations.validate(root)["issues"]
         assert audit_errors(root) == []
     assert canonical(a) == canonical(b)
+    assert operations.status(b)["conflict_copies"] == [copy]
     found_copy = retrieve(a, "painted green")
     assert any(node["path"] == copy for trail in found_copy["trails"]
                for node in trail["nodes"]), found_copy

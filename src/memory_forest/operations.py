@@ -239,6 +239,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
                 if route:
                     counts[route.layer.dirname] = counts.get(route.layer.dirname, 0) + 1
             report["counts"] = counts
+            report["conflict_copies"] = _conflict_copies(listing.files)
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
                               "bytes": listing.total_bytes, "issues": len(listing.issues),
                               "ignored": listing.ignored}
@@ -250,6 +251,13 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
     return report
+
+
+def _conflict_copies(files) -> list[str]:
+    """The conflict copies ``sync`` filed beside a record both machines changed (at most 50)."""
+    from .sync import CONFLICT_COPY
+
+    return [entry.path for entry in files if CONFLICT_COPY.search(entry.path)][:50]
 
 
 def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]:
@@ -457,6 +465,7 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
     ready = index_state.get("state") in ("current", "stale")
     return result("status", ready=ready, index=index_state, lock=report["lock"],
                   counts=counts, documents=sum(counts.values()),
+                  conflict_copies=report.get("conflict_copies", []),
                   config=report["config"]["state"], versions=report["versions"],
                   next_step=_next_step(index_state))
 

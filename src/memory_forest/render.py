@@ -298,6 +298,9 @@ def _status(outcome: dict[str, Any]) -> None:
     table.add_row("index", _describe(outcome["index"]))
     table.add_row("documents", str(outcome["documents"]))
     table.add_row("lock", _describe(outcome["lock"]))
+    copies = outcome.get("conflict_copies") or []
+    if copies:
+        table.add_row("conflict copies", _escape(", ".join(copies)))
     if outcome["next_step"]:
         table.add_row("next step", _escape(outcome["next_step"]))
     _out.print(table)

@@ -184,6 +184,9 @@ class StatusResult(Result):
     lock: dict[str, Any]
     counts: dict[str, int]
     documents: int
+    conflict_copies: list[str] = Field([], description="Records 'sync' kept twice: each copy "
+                                       "holds the other machine's version of the record its "
+                                       "'conflict_of' names; supersede or delete one.")
     config: str
     versions: dict[str, str | None]
     next_step: str | None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import stat
 import sys
@@ -35,6 +36,8 @@ from .gitrepo import Repo
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
+# A conflict copy's file name, as ``conflict_copy_path`` makes it (``status`` lists them).
+CONFLICT_COPY = re.compile(r"-conflict-[a-z0-9-]+-[0-9]{8}T[0-9]{6}Z\.md$")
 MAX_SCAN_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 200
 
@@ -380,7 +383,6 @@ class _Sync:
 
 def host_label() -> str:
     """This machine's name as a file name segment: MEMORY_FOREST_HOST, else the hostname."""
-    import re
     import socket
 
     raw = os.environ.get("MEMORY_FOREST_HOST") or socket.gethostname()
