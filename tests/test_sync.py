@@ -404,3 +404,16 @@ def test_a_merge_left_half_done_is_undone_first(pair) -> None:
     assert (a / leaf).read_text() == original.replace("painted blue", "painted red")
     assert not (a / ".git" / "MERGE_HEAD").exists()
     assert operations.validate(a)["ok"]
+
+
+def test_init_adds_a_remote_to_an_existing_repository(tmp_path: Path) -> None:
+    root, remote = tmp_path / "forest", tmp_path / "remote.git"
+    operations.init(root)
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(root, "init", "-q")
+    raises_code(lambda: sync(root), "sync_remote_missing")
+    shown = sync(root, init=os.fspath(remote), dry_run=True)
+    assert shown["incoming"] is None and "origin" not in git(root, "remote")
+    done = sync(root, init=os.fspath(remote))
+    assert done["pushed"] and not done["created"]
+    raises_code(lambda: sync(root, init=os.fspath(tmp_path / "other.git")), "sync_remote_exists")

@@ -109,6 +109,9 @@ class _Sync:
             out["created"] = True
         if init is not None:
             self._add_remote(init)
+            if self.dry_run and self.remote not in repo.remotes():
+                return {**out, "nothing_to_do": False, "would_commit": self._changes(),
+                        "incoming": None}  # the remote would be added: nothing to fetch yet
         if self.remote not in repo.remotes():
             raise ForestError("sync_remote_missing", "the repository has no remote of this name; "
                               "add one with 'memory-forest sync ROOT --init URL'",
