@@ -83,6 +83,8 @@ def test_a_host_name_becomes_one_safe_segment_that_routes_accept(raw, segment):
 def test_the_host_is_the_environment_value_else_the_machine_name(monkeypatch):
     on(monkeypatch, "Desk Top")
     assert chain.this_host() == "desk-top"
+    monkeypatch.setenv(chain.HOST_ENV, "")
+    assert chain.this_host() == chain.host_segment(socket.gethostname())
     monkeypatch.delenv(chain.HOST_ENV)
     assert chain.this_host() == chain.host_segment(socket.gethostname())
 

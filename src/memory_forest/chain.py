@@ -3,7 +3,7 @@
 Every event line the tool writes carries ``prev``: the sha256 (hex) of the
 exact bytes of the line before it in the same file, without its newline.
 The first line of a file names the last line of the nearest earlier ISTM
-file by name OF THE SAME MACHINE that has one (``06 istm/2026-12-01.jsonl``
+file by name of the same machine that has one (``06 istm/2026-12-01.jsonl``
 before ``06 istm/2026-12-02.jsonl``; ``2026-12-01.laptop.jsonl`` before
 ``2026-12-02.laptop.jsonl``), or ``GENESIS`` when there is none. A line is
 what lies between two newlines; blank lines are not events and are skipped.
@@ -77,10 +77,10 @@ def host_segment(raw: str) -> str:
 
 
 def this_host() -> str:
-    """This machine's segment: ``MEMORY_FOREST_HOST`` when set (tests simulate machines by
-    it), else the host name."""
+    """This machine's segment: ``MEMORY_FOREST_HOST`` when set and not empty (tests simulate
+    machines by it), else the host name."""
     raw = os.environ.get(HOST_ENV)
-    if raw is None:
+    if not raw:
         import socket
 
         raw = socket.gethostname()
