@@ -159,6 +159,32 @@ def test_blank_lines_are_not_links_of_the_chain(example_forest):
     assert outcome["ok"] is True
 
 
+def test_each_machines_shards_are_their_own_chain_in_audit(example_forest, monkeypatch):
+    """In a forest kept in git, a removal in one machine's files is found in that machine's
+    next file, never in another machine's, which chains past nothing of it."""
+    subprocess.run(["git", "init", "-q", str(example_forest)], check=True)
+    shards = {}
+    for host in ("a", "b"):
+        monkeypatch.setenv(chain.HOST_ENV, host)
+        shards[host] = today_shard(example_forest)
+        day = shards[host].split("/")[1][:10]
+        older = f"{chain.ISTM_DIR}/2026-01-01.{host}.jsonl"
+        os.rename(example_forest / shards[host], example_forest / older)
+        capture.capture_events(example_forest, [event(4)])
+        assert json.loads(shard_lines(example_forest, shards[host])[0])[chain.FIELD] == \
+            hashlib.sha256(shard_lines(example_forest, older)[-1]).hexdigest()
+    assert shards == {host: f"{chain.ISTM_DIR}/{day}.{host}.jsonl" for host in ("a", "b")}
+    assert check(example_forest, "audit")["issues"] == []
+    (example_forest / f"{chain.ISTM_DIR}/2026-01-01.a.jsonl").unlink()
+    assert findings(check(example_forest, "audit"), "istm_chain_broken") == [
+        (shards["a"], "line 1: 'prev' does not name the genesis value, yet no earlier ISTM file "
+                      "of its chain has a line (an earlier file or its lines were removed)")]
+    older = f"{chain.ISTM_DIR}/2026-01-01.b.jsonl"
+    set_lines(example_forest, older, shard_lines(example_forest, older)[1:])
+    assert sorted(p for p, _ in findings(check(example_forest, "audit"), "istm_chain_broken")) \
+        == [older, shards["a"]]
+
+
 # --- forgiving reads -------------------------------------------------------------------------
 
 

@@ -38,30 +38,32 @@ def provenance(snap: Snapshot) -> list[Issue]:
 
 
 def chain_issues(snap: Snapshot) -> list[Issue]:
-    """Every ISTM file in name order, each line against the hash its ``prev`` should name.
+    """Every chain of ISTM files (one per machine, one for the files without a host), each
+    file in name order, each line against the hash its ``prev`` should name.
 
     A file that cannot be read is its own problem (validate reports it); the
-    file after it is then checked within itself only, as its first line's
-    predecessor is unknown.
+    next file of its chain is then checked within itself only, as its first
+    line's predecessor is unknown.
     """
     from .safety import read_regular
 
     max_bytes = snap.config.limits["max_file_bytes"]
-    names = chain.shard_names([path.split("/", 1)[1] for path, route in snap.routes.items()
-                               if route.layer.key == "istm"])
+    chains = chain.chains([path.split("/", 1)[1] for path, route in snap.routes.items()
+                           if route.layer.key == "istm"])
     issues: list[Issue] = []
-    expected: str | None = chain.GENESIS
-    after: str | None = None  # the file whose last line ``expected`` is the hash of
-    for name in names:
-        path = f"{chain.ISTM_DIR}/{name}"
-        try:
-            data = read_regular(snap.root, path, max_bytes)
-        except ForestError:
-            expected, after = None, None
-            continue
-        last = _check_file(path, data, expected, after, issues)
-        if last is not None:
-            expected, after = last, path
+    for names in chains.values():
+        expected: str | None = chain.GENESIS
+        after: str | None = None  # the file whose last line ``expected`` is the hash of
+        for name in names:
+            path = f"{chain.ISTM_DIR}/{name}"
+            try:
+                data = read_regular(snap.root, path, max_bytes)
+            except ForestError:
+                expected, after = None, None
+                continue
+            last = _check_file(path, data, expected, after, issues)
+            if last is not None:
+                expected, after = last, path
     return issues
 
 
@@ -107,7 +109,7 @@ def _broken(number: int, previous: int | None, after: str | None) -> str:
         return (f"line {number}: '{chain.FIELD}' does not name the last line of '{after}' "
                 "(that line was changed or removed, or an ISTM file between them was)")
     return (f"line {number}: '{chain.FIELD}' does not name the genesis value, yet no earlier "
-            "ISTM file has a line (an earlier file or its lines were removed)")
+            "ISTM file of its chain has a line (an earlier file or its lines were removed)")
 
 
 def source_issues(snap: Snapshot) -> list[Issue]:

@@ -90,6 +90,20 @@ def read_facts(route: Route, raw: bytes, mtime_ns: int, max_links: int) -> tuple
     return facts, text
 
 
+def title_of(route: Route, raw: bytes, max_links: int) -> str:
+    """The title ``read_facts`` gives a Markdown file, without parsing its body when the
+    frontmatter names one (every document the writers make does): a writer asks for a
+    parent's title once per child it links, and the parent grows with each."""
+    try:
+        meta = split_frontmatter(raw.decode("utf-8"))[0]
+    except (UnicodeDecodeError, FrontmatterError):
+        meta = {}
+    title = meta.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    return read_facts(route, raw, 0, max_links)[0].title
+
+
 def read_document(route: Route, raw: bytes, mtime_ns: int,
                   max_links: int) -> tuple[Facts, str, list[Fragment]]:
     """``read_facts`` with the fragments of a source file (ISTM events, Daily entries),

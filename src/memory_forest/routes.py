@@ -17,6 +17,12 @@ from .layers import BY_DIR, BY_NUMBER, LTM_SUFFIX, XLTM_PATH, Layer
 
 MAX_SEGMENT = 200
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# A machine's name in an ISTM shard '<day>.<host>.jsonl': what chain.host_segment makes of a
+# host name, a DNS label in lowercase.
+HOST = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+# Not a machine: '<day>.jsonl.jsonl' is a doubled extension (a wikilink written with its
+# extension names such a file), and stays the bad shape it always was.
+RESERVED_HOSTS = frozenset({"jsonl"})
 _LOOSE_LAYER = re.compile(r"^\s*(\d{1,2})[\s_\-.]*([A-Za-z_]*)\s*$")
 _DRIVE = re.compile(r"[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -200,11 +206,20 @@ def _shape(path: str, layer: Layer, seg: list[str]) -> Route:
         raise _err("route_bad_shape", f"'{layer.dirname}' holds files only, no folders", path)
     if key == "daily" and not _is_date(seg[0]):
         raise _err("route_bad_shape", "Daily documents are '05 daily/YYYY-MM-DD.md'", path)
-    if key == "istm" and seg[0] != "events" and not _is_date(seg[0]):
-        raise _err(
-            "route_bad_shape", "ISTM files are 'events.jsonl' or 'YYYY-MM-DD.jsonl'", path
-        )
+    if key == "istm" and seg[0] != "events" and not _is_istm_day(seg[0]):
+        raise _err("route_bad_shape", "ISTM files are 'events.jsonl', 'YYYY-MM-DD.jsonl' or "
+                   "'YYYY-MM-DD.<host>.jsonl'", path)
     return Route(path, layer, name=seg[0])
+
+
+def _is_istm_day(stem: str) -> bool:
+    """``YYYY-MM-DD``, or ``YYYY-MM-DD.<host>``: one machine's shard of a replicated forest."""
+    day, dot, host = stem.partition(".")
+    return _is_date(day) and (not dot or is_host(host))
+
+
+def is_host(text: str) -> bool:
+    return HOST.fullmatch(text) is not None and text not in RESERVED_HOSTS
 
 
 def _is_date(text: str) -> bool:

@@ -322,6 +322,7 @@ class _Sync:
     def _conflict_copies(self, conflicted: list[str]) -> list[dict[str, str]] | None:
         """Ours in place and theirs filed beside it, for every conflicted path; None (and
         nothing written) when one of them is not a branch or leaf both sides still have."""
+        from .chain import this_host
         from .safety import write_new_private, write_private
 
         planned = []
@@ -329,11 +330,11 @@ class _Sync:
         for path in conflicted:
             ours = self._stage_blob(2, path)
             theirs = self._stage_blob(3, path)
-            copy = conflict_copy_path(path, host_label(), stamp)
+            copy = conflict_copy_path(path, this_host(), stamp)
             if ours is None or theirs is None or copy is None \
                     or os.path.lexists(self.root / copy):
                 return None
-            text = conflict_copy_text(theirs, path, f"conflict-{host_label()}-{stamp}")
+            text = conflict_copy_text(theirs, path, f"conflict-{this_host()}-{stamp}")
             if text is None:
                 return None
             planned.append((path, ours, copy, text))
@@ -382,15 +383,6 @@ class _Sync:
             return index.build(self.root)  # incremental when an index exists
         except ForestError as exc:
             return {"error": exc.to_dict()}
-
-
-def host_label() -> str:
-    """This machine's name as a file name segment: MEMORY_FOREST_HOST, else the hostname."""
-    import socket
-
-    raw = os.environ.get("MEMORY_FOREST_HOST") or socket.gethostname()
-    label = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:40]
-    return label or "host"
 
 
 def conflict_copy_path(path: str, host: str, stamp: str) -> str | None:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
 
 import pytest
 from writerkit import assert_whole, contents, event, istm_records, jsonl
@@ -295,3 +296,20 @@ def test_the_tail_read_finds_what_a_whole_read_finds(tmp_path, monkeypatch, data
     assert chain.tail_line(tmp_path, "f.jsonl") == chain.last_line(data)
     assert chain.last_line(data) == next(
         (line for line in reversed(data.split(b"\n")) if line.strip()), None)
+
+
+def test_in_a_forest_kept_in_git_capture_appends_to_this_machines_shard(example_forest,
+                                                                          tmp_path, monkeypatch):
+    subprocess.run(["git", "init", "-q", str(example_forest)], check=True)
+    monkeypatch.setenv(chain.HOST_ENV, "Lab Server 2")
+    before = contents(example_forest)
+    out = run(example_forest, tmp_path, [event(1), event(2)])
+    day = dt.datetime.now(dt.UTC).date().isoformat()
+    assert out["shard"] == f"06 istm/{day}.lab-server-2.jsonl"
+    assert stat.S_IMODE(os.lstat(example_forest / out["shard"]).st_mode) == 0o600
+    # The files without a host are another machine's chain: this one starts its own.
+    assert json.loads(lines_of(example_forest, out["shard"])[0])["prev"] == chain.GENESIS
+    assert {p: d for p, d in contents(example_forest).items() if p != out["shard"]} == before
+    run(example_forest, tmp_path, [event(3)])
+    assert len(lines_of(example_forest, out["shard"])) == 3
+    assert_whole(example_forest)

@@ -15,7 +15,7 @@ CONSOLIDATE_TOOL = (
     "Propose how to file what nothing has filed yet: the ISTM events no Daily entry or leaf "
     "cites and the Daily entries no structured record cites. Writes one proposal (no canonical "
     "file changes): new Daily entries grouped by day, each summarizing its events (the "
-    "summary is generated from the events' text, with their pointers '06 istm/<day>.jsonl#"
+    "summary is generated from the events' text, with their pointers '06 istm/<shard>.jsonl#"
     "<event_id>' as sources), and for every new and every unpromoted Daily entry the STM leaf "
     "it would be filed in, with the reason (the matching branch and its score). A source any "
     "earlier proposal names (pending, accepted or rejected) is not proposed again; at most "

@@ -10,7 +10,8 @@ _LABEL = {"minLength": 1, "maxLength": "memory_forest.writers.capture:MAX_LABEL"
 
 CAPTURE_TOOL = (
     "Append raw events to the forest's raw layer, the ISTM shard of today "
-    "('06 istm/YYYY-MM-DD.jsonl', UTC); no other canonical file changes. 'events' is one event "
+    "('06 istm/YYYY-MM-DD.jsonl', UTC; in a forest kept in git, this machine's own "
+    "'06 istm/YYYY-MM-DD.<host>.jsonl'); no other canonical file changes. 'events' is one event "
     "object or a list of them, stored as one batch, all or nothing. Each needs observed_at "
     "(RFC 3339 with a time zone), source, kind and payload; the tool adds captured_at, sha256, "
     "prev (the sha256 of the line before: ISTM is hash-chained) and, when absent, event_id. "
@@ -25,8 +26,9 @@ CAPTURE_TOOL = (
 
 REMEMBER_TOOL = (
     "Record one durable fact now, in one transaction: the content is captured as an ISTM event "
-    "(kind 'remember', redacted like capture) in today's '06 istm/YYYY-MM-DD.jsonl' and filed as "
-    "a dated block, citing that event, in an STM leaf '04 stm/<tree>/<branch>/<leaf>.md'. Leave "
+    "(kind 'remember', redacted like capture) in today's ISTM shard (as capture writes it) and "
+    "filed as a dated block, citing that event, in an STM leaf "
+    "'04 stm/<tree>/<branch>/<leaf>.md'. Leave "
     "tree, branch and leaf out and the tool places the fact: it ranks the existing branches and "
     "leaves against it (the index retrieve uses) and, when one branch matches with confidence, "
     "files a new leaf there (named and titled from the fact's first words, or 'title'), or with "

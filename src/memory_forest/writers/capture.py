@@ -7,7 +7,8 @@ may supply ``event_id`` and further keys of their own). The tool fills
 = sha256 of the line before it, which chains the lines of the ISTM layer
 (``chain``: the first line of a shard names the last line of the shard
 before it). Events go to the dated shard ``06 istm/YYYY-MM-DD.jsonl`` of
-the capture day.
+the capture day, or in a forest kept in git to this machine's shard
+``06 istm/YYYY-MM-DD.<host>.jsonl``, so machines never append to one file.
 
 Before anything is stored, every string (values and keys, in the payload at
 any depth and in the caller's own fields) goes through ``redact``: credential-
@@ -177,7 +178,7 @@ def stage_events(stage: Stage, events: list[dict[str, Any]]
     """
     captured_at = stage.now
     day = captured_at[:10]
-    shard = f"06 istm/{day}.jsonl"
+    shard = chain.shard_path(stage.view.root, day)
     stamp = captured_at.replace("-", "").replace(":", "").replace(".", "")
     token = os.urandom(4).hex()
     counts: dict[str, int] = {}

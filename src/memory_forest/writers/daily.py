@@ -28,15 +28,25 @@ def entry_section(entry_id: str, summary: str, pointers: list[str]) -> str:
 def entry_text(text: str, entry_id: str) -> str:
     """The Markdown of one Daily entry: the lines under ``## entry_id`` up to the next
     first- or second-level heading (as the parser reads them: a ``#`` line in code is text)."""
-    body = body_of(text)
-    found = headings(body)
-    start = next((n for n, level, title in found if level == 2 and title == entry_id), None)
-    if start is None:
+    found = entry_texts(text)
+    if entry_id not in found:
         raise ForestError("daily_entry_missing", "the Daily entry heading was not found",
                           {"entry_id": entry_id})
-    end = next((n for n, level, _ in found if n > start and level <= 2), None)
+    return found[entry_id]
+
+
+def entry_texts(text: str) -> dict[str, str]:
+    """Every entry of a Daily record by id, from one parse (the first of a repeated id)."""
+    body = body_of(text)
+    found = headings(body)
     lines = body.split("\n")
-    return "\n".join(lines[start + 1:end]).strip("\n")
+    bounds = [n for n, level, _ in found if level <= 2] + [len(lines)]
+    entries: dict[str, str] = {}
+    for n, level, title in found:
+        if level == 2 and title not in entries:
+            end = next(bound for bound in bounds if bound > n)
+            entries[title] = "\n".join(lines[n + 1:end]).strip("\n")
+    return entries
 
 
 def resolve_entries(stage: Stage, entry_ids: list[str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ re-rendered, every other top-level key keeps its exact bytes and place.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from ..documents import frontmatter_problem, scan_markdown, split_frontmatter
@@ -105,9 +106,21 @@ def neutralize_title(title: str) -> str:
 
 
 def _parse(text: str) -> list[Any]:
-    from ..documents import _markdown
+    """The block tokens of ``text``: headings, code, lists, with their line spans.
 
-    return _markdown().parse(text)
+    The writers only ever ask where blocks are, so inline parsing (the larger part of
+    markdown-it's work) is skipped: a heading's text is already on its inline token.
+    """
+    return _block_parser().parse(text)
+
+
+@lru_cache(maxsize=1)
+def _block_parser():
+    from markdown_it import MarkdownIt
+
+    # The block rules are the index's (documents._markdown changes inline rules only),
+    # so the writers and the index agree on where every heading and code block is.
+    return MarkdownIt("commonmark").disable("inline")
 
 
 def _structural_lines(lines: list[str]) -> set[int]:

@@ -319,7 +319,7 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
            ) -> None:
     from ..routes import stm_path
     from . import parents
-    from .daily import add_sections, entry_section, entry_text
+    from .daily import add_sections, entry_section, entry_texts
     from .markdown import neutralize
     from .redact import redact_text
 
@@ -350,10 +350,16 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
     filed += [(item.entry_id, item.source.pointer.partition("#")[0], item.placement, "promoted")
               for item in proposal.promotions]
     entries = []
+    texts: dict[str, dict[str, str]] = {}  # each Daily record parsed once, not once an entry
     for entry_id, daily, placement, how in filed:
         pointer = f"{daily}#{entry_id}"
         leaf = stm_path(placement.tree, placement.branch, placement.leaf)
-        text = entry_text(stage.text(daily) or "", entry_id)
+        if daily not in texts:
+            texts[daily] = entry_texts(stage.text(daily) or "")
+        if entry_id not in texts[daily]:
+            raise ForestError("daily_entry_missing", "the Daily entry heading was not found",
+                              {"entry_id": entry_id})
+        text = texts[daily][entry_id]
         block = f"Promoted from `{pointer}`:\n\n{neutralize(text)}"
         parents.add_to_leaf(stage, leaf, placement.title, block, {}, [pointer])
         entries.append({"entry_id": entry_id, "daily": daily, "leaf": leaf, "entry": how})

@@ -55,10 +55,10 @@ class Stage:
     def title(self, path: str) -> str:
         if path not in self.changes:
             return self.view.title(path)
-        from ..documents import read_facts
+        from ..documents import title_of
 
         limit = self.view.config.limits["max_links_per_document"]
-        return read_facts(parse_route(path), self.changes[path], 0, limit)[0].title
+        return title_of(parse_route(path), self.changes[path], limit)
 
     def put(self, path: str, data: str | bytes) -> None:
         self.changes[path] = data.encode("utf-8") if isinstance(data, str) else data
