@@ -40,6 +40,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+try:  # the credential rules live in the package, shared with 'memory-forest sync'
+    from memory_forest.credentials import CREDENTIAL_KINDS, line_findings
+except ImportError:  # run from a checkout without the package installed
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from memory_forest.credentials import CREDENTIAL_KINDS, line_findings
+
 ALLOW_MARKER = "release-audit: allow"
 ALLOW_MARKER_DIRS = ("tests/",)
 # The synthetic forests shipped on purpose: Daily and ISTM files are allowed here.
@@ -75,46 +81,6 @@ GENERIC_USERS = frozenset(
         "name",
         "runner",
     }
-)
-PLACEHOLDER_WORDS = (
-    "example",
-    "placeholder",
-    "changeme",
-    "change-me",
-    "change_me",
-    "dummy",
-    "redacted",
-    "xxxx",
-    "your",
-    "fake",
-    "sample",
-    "secret_here",
-    "token_here",
-)
-
-# The patterns are written so that this file does not match them itself.
-PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-CREDENTIALS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("sk_key", re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}")),
-    ("github_token", re.compile(r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}")),
-    ("github_pat", re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{30,}")),
-    ("slack_token", re.compile(r"(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("aws_access_key_id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
-    (
-        "jwt",
-        re.compile(
-            r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"
-            r"\.[A-Za-z0-9_-]{8,}"
-        ),
-    ),
-)
-ASSIGNMENT = re.compile(
-    r"""(?ix)
-    (?<![A-Za-z0-9])
-    [A-Za-z0-9_.-]*?(?:password|passwd|pwd|token|secret|api[_-]?key)  # the key, maybe prefixed
-    ["']?\s*(?:=|:)(?!=)\s*                                          # = or :, never ==
-    (?:["']([^"'\s]{1,512})["']|([^\s"'`,;)\]}>]{1,512}))             # quoted or bare value
-    """
 )
 HOME_PATHS = (
     re.compile(r"(?<![A-Za-z0-9_.~$-])/(?:home)/([^/\s\"'`<>:;,()\[\]{}]+)/"),
@@ -227,35 +193,15 @@ def path_rules(rel: str) -> list[str]:
 
 def line_rules(line: str) -> list[str]:
     rules = []
-    if PRIVATE_KEY.search(line):
-        rules.append("private_key")
-    if any(_real_token(m.group(0)) for _, pattern in CREDENTIALS for m in pattern.finditer(line)):
-        rules.append("credential")
-    if any(_real_value(m.group(1) or m.group(2)) for m in ASSIGNMENT.finditer(line)):
-        rules.append("secret_assignment")
+    for rule in line_findings(line):  # the credential kinds all report as "credential"
+        rule = "credential" if rule in CREDENTIAL_KINDS else rule
+        if rule not in rules:
+            rules.append(rule)
     for pattern in HOME_PATHS:
         if any(m.group(1).lower() not in GENERIC_USERS for m in pattern.finditer(line)):
             rules.append("home_path")
             break
     return rules
-
-
-def _real_token(token: str) -> bool:
-    """A token made of one repeated character or with no digit is a placeholder."""
-    body = token.split("-", 1)[-1] if token.startswith(("sk-", "xox")) else token
-    return any(c.isdigit() for c in body) and len(set(body)) > 4
-
-
-def _real_value(value: str) -> bool:
-    """Does an assigned value look like a real secret rather than code or a placeholder?"""
-    if len(value) < 8 or len(set(value)) < 5:
-        return False
-    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
-        return False
-    if any(c in value for c in "<>{}$%*()[]\\") or "..." in value:
-        return False
-    lowered = value.lower()
-    return not any(word in lowered for word in PLACEHOLDER_WORDS)
 
 
 if __name__ == "__main__":

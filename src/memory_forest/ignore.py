@@ -9,6 +9,9 @@ from __future__ import annotations
 
 # Tool and editor directories at the root: never followed, never written.
 IGNORED_ROOT_DIRS = frozenset({".obsidian", ".git", ".trash"})
+# The files git reads at the root of a synced forest (``sync`` writes them): git's, not memory.
+IGNORED_ROOT_FILES = frozenset({".gitignore", ".gitattributes"})
+IGNORED_ROOT = IGNORED_ROOT_DIRS | IGNORED_ROOT_FILES
 
 # Files that editors and operating systems drop beside the ones a person edits.
 _DEBRIS_NAMES = frozenset({".ds_store", "thumbs.db", "desktop.ini"})
@@ -34,3 +37,11 @@ def is_debris(name: str) -> bool:
     if name.endswith(("~", ".tmp")) or name.startswith(".#"):
         return True
     return len(name) > 1 and name.startswith(("#", ".~lock.")) and name.endswith("#")
+
+
+# The same debris as gitignore patterns, for the ``.gitignore`` that ``sync`` writes: what
+# the forest never reads, git never commits. Case variants of the OS names are spelled out
+# because git matches case-exactly where the systems that write them do not.
+GIT_DEBRIS_PATTERNS = (".*.swp", ".*.swo", "*~", "*.tmp", ".#*", "\\#*#", ".~lock.*#",
+                       ".[Dd][Ss]_[Ss]tore", "[Tt]humbs.db",
+                       "[Dd]esktop.ini")

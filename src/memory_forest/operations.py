@@ -203,7 +203,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     import platform
     import sqlite3
 
-    from . import __version__, store
+    from . import __version__, gitrepo, store
     from . import lock as locking
     from .parsing import route_or_issue
     from .safety import walk
@@ -217,6 +217,8 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
             "memory_forest": __version__,
             "python": platform.python_version(),
             "sqlite": sqlite3.sqlite_version,
+            # sync's one dependency outside Python; None when git is not on PATH
+            "git": gitrepo.version(),
         },
         "sqlite_features": store.sqlite_features(),
         "network_required": False,
@@ -237,6 +239,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
                 if route:
                     counts[route.layer.dirname] = counts.get(route.layer.dirname, 0) + 1
             report["counts"] = counts
+            report["conflict_copies"] = _conflict_copies(listing.files)
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
                               "bytes": listing.total_bytes, "issues": len(listing.issues),
                               "ignored": listing.ignored}
@@ -248,6 +251,13 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
     return report
+
+
+def _conflict_copies(files) -> list[str]:
+    """The conflict copies ``sync`` filed beside a record both machines changed (at most 50)."""
+    from .sync import CONFLICT_COPY
+
+    return [entry.path for entry in files if CONFLICT_COPY.search(entry.path)][:50]
 
 
 def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]:
@@ -307,7 +317,7 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
             if not set_aside_journal:
                 raise _unrecoverable(root, exc) from None
             recovered = _set_aside(root, exc)
-        return {"unlocked": unlocked, "journal": recovered, **_repair_modes(forest)}
+        return {"unlocked": unlocked, "journal": recovered, **repair_modes(forest)}
 
 
 _SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"
@@ -362,7 +372,7 @@ def _set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
             "paths": described.get("paths", [])}
 
 
-def _repair_modes(forest: Forest) -> dict[str, Any]:
+def repair_modes(forest: Forest) -> dict[str, Any]:
     """Restore 0700/0600 on whatever the walk found with another mode.
 
     The walk never follows a symlink and skips debris and the tool
@@ -384,14 +394,14 @@ def _repair_modes(forest: Forest) -> dict[str, Any]:
         if issue.code not in MODE_CODES:
             continue
         try:
-            changed.append(_restore_mode(root, issue.path))
+            changed.append(restore_mode(root, issue.path))
         except (ForestError, OSError) as exc:
             code = exc.code if isinstance(exc, ForestError) else type(exc).__name__
             failed.append({"path": issue.path, "code": code})
     return {"modes": changed, "modes_failed": failed}
 
 
-def _restore_mode(root: Path, rel: str) -> dict[str, str]:
+def restore_mode(root: Path, rel: str) -> dict[str, str]:
     from .safety import DIR_MODE, FILE_MODE, open_nofollow
 
     if rel == ".":
@@ -455,6 +465,7 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
     ready = index_state.get("state") in ("current", "stale")
     return result("status", ready=ready, index=index_state, lock=report["lock"],
                   counts=counts, documents=sum(counts.values()),
+                  conflict_copies=report.get("conflict_copies", []),
                   config=report["config"]["state"], versions=report["versions"],
                   next_step=_next_step(index_state))
 

@@ -100,7 +100,8 @@ def _doctor(outcome: dict[str, Any]) -> None:
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     versions = outcome["versions"]
-    table.add_row("versions", ", ".join(f"{k} {v}" for k, v in versions.items()))
+    table.add_row("versions", ", ".join(f"{k} {'absent' if v is None else v}"
+                                        for k, v in versions.items()))
     features = outcome["sqlite_features"]
     table.add_row("sqlite", ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in features.items()))
     config = outcome["config"]
@@ -297,6 +298,9 @@ def _status(outcome: dict[str, Any]) -> None:
     table.add_row("index", _describe(outcome["index"]))
     table.add_row("documents", str(outcome["documents"]))
     table.add_row("lock", _describe(outcome["lock"]))
+    copies = outcome.get("conflict_copies") or []
+    if copies:
+        table.add_row("conflict copies", _escape(", ".join(copies)))
     if outcome["next_step"]:
         table.add_row("next step", _escape(outcome["next_step"]))
     _out.print(table)
@@ -506,6 +510,38 @@ def _rejected(outcome: dict[str, Any]) -> None:
                f"{outcome['counts']['sources']} source(s) will not be proposed again")
 
 
+def _sync(outcome: dict[str, Any]) -> None:
+    if outcome["dry_run"]:
+        would = outcome.get("would_commit") or []
+        _out.print(f"would commit {len(would)} file(s)" + ("" if not outcome["created"]
+                                                           else " (new repository)"))
+        for path in would[:MAX_LISTED_ISSUES]:
+            _out.print(f"  {_escape(path)}")
+        incoming = outcome.get("incoming")
+        _out.print("would pull nothing" if not incoming or not incoming["commits"] else
+                   f"would pull {incoming['commits']} commit(s), {incoming['files']} file(s)")
+        for finding in outcome.get("secrets", []):
+            _out.print(f"[yellow]secret[/] {_escape(finding['path'])}:{finding['line']} "
+                       f"{_escape(finding['rule'])}")
+        return
+    if outcome["nothing_to_do"]:
+        _out.print(f"sync [green]ok[/]: nothing to do ({outcome['seconds']} s)")
+        return
+    committed, pulled = outcome.get("committed"), outcome.get("pulled") or {}
+    if committed:
+        _out.print(f"committed {committed['files']} file(s): {_escape(committed['message'])}")
+    if pulled.get("commits"):
+        _out.print(f"pulled {pulled['commits']} commit(s), {pulled['files']} file(s)")
+    for conflict in outcome.get("conflicts", []):
+        _out.print(f"[yellow]conflict[/] {_escape(conflict['path'])} kept; theirs is "
+                   f"{_escape(conflict['copy'])}")
+    errors = (outcome.get("checks") or {}).get("errors") or []
+    for issue in errors[:MAX_LISTED_ISSUES]:
+        _out.print(f"[red]error[/] {_escape(issue['path'])}: {_escape(issue['code'])}")
+    pushed = "pushed" if outcome.get("pushed") else "nothing to push"
+    _out.print(f"sync [green]ok[/]: {pushed} ({outcome['seconds']} s)")
+
+
 def _generic(outcome: dict[str, Any]) -> None:
     from .jsonio import dumps
 
@@ -514,6 +550,7 @@ def _generic(outcome: dict[str, Any]) -> None:
 
 # The styles the catalog's operations name (``Operation.render``).
 _STYLES = {
+    "sync": _sync,
     "issues": _issues,
     "init": _init,
     "doctor": _doctor_extra,

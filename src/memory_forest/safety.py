@@ -14,7 +14,7 @@ from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import NamedTuple
 
 from .errors import ForestError
-from .ignore import IGNORED_ROOT_DIRS, is_debris
+from .ignore import IGNORED_ROOT, is_debris
 from .issues import Issue
 from .testhooks import crash_point
 
@@ -66,9 +66,9 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
     """List every file and directory under ``root`` without following anything.
 
     Symlinks and special files become issues and are never opened. The tool
-    and editor directories at the root are skipped entirely, and so is editor
-    and OS debris anywhere (``ignore.is_debris``; counted, never stat'ed or
-    reported). Crossing a count, depth or byte limit fails closed with
+    and editor directories at the root (and git's files there) are skipped
+    entirely, and so is editor and OS debris anywhere (``ignore.is_debris``;
+    counted, never stat'ed or reported). Crossing a count, depth or byte limit fails closed with
     ``limit_exceeded``.
 
     One ``lstat`` per entry and nothing else: an incremental build compares
@@ -99,7 +99,7 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
             continue
         for entry in listed:
             name = entry.name
-            if not rel_dir and name in IGNORED_ROOT_DIRS:
+            if not rel_dir and name in IGNORED_ROOT:
                 continue
             if is_debris(name):
                 result.ignored += 1

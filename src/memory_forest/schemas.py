@@ -184,9 +184,57 @@ class StatusResult(Result):
     lock: dict[str, Any]
     counts: dict[str, int]
     documents: int
+    conflict_copies: list[str] = Field([], description="Records 'sync' kept twice: each copy "
+                                       "holds the other machine's version of the record its "
+                                       "'conflict_of' names; supersede or delete one.")
     config: str
-    versions: dict[str, str]
+    versions: dict[str, str | None]
     next_step: str | None
+
+
+class SyncPaths(BaseModel):
+    commits: int = Field(description="Commits the merge brought (or would bring).")
+    files: int
+    paths: list[str] = Field(description="Root-relative paths, at most 200.")
+
+
+class SyncCommit(BaseModel):
+    commit: str
+    files: int
+    message: str = Field(description="The commit's first line: operations and counts only.")
+    paths: list[str]
+
+
+class SecretFinding(BaseModel):
+    path: str
+    line: int
+    rule: str = Field(description="The credential rule; the matched text is never reported.")
+
+
+class SyncResult(Result):
+    """What one ``sync`` did; ``nothing_to_do`` true means it stopped after the fetch."""
+
+    remote: str
+    branch: str | None = None
+    dry_run: bool
+    created: bool = Field(description="This run created the repository.")
+    nothing_to_do: bool
+    recovered: str | None = None
+    would_commit: list[str] | None = Field(None, description="Dry run: the paths a commit "
+                                           "would take.")
+    incoming: SyncPaths | None = None
+    committed: SyncCommit | None = None
+    pulled: SyncPaths | None = None
+    secrets: list[SecretFinding] = []
+    conflicts: list[dict[str, str]] = Field([], description="Records both sides changed: "
+                                            "'path' kept ours, 'copy' holds theirs.")
+    created_dirs: list[str] = Field([], description="Layer directories (and .memory-forest/) "
+                                    "git could not carry, created empty.")
+    modes: dict[str, Any] | None = None
+    checks: dict[str, Any] | None = None
+    index: dict[str, Any] | None = None
+    pushed: bool | None = None
+    seconds: float
 
 
 class Touched(BaseModel):

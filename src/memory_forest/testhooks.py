@@ -11,7 +11,9 @@ The writers' steps are listed in ``writers.journal``; the lock's are
 ``lock_staged`` (its private directory exists, the owner file does not) and
 ``lock_owned`` (the owner file is written, the directory is not yet renamed
 into place); the index's is ``indexing`` (every row is written, the new index
-is not yet committed).
+is not yet committed); ``sync``'s are ``sync_committed`` (the local commit is
+made, nothing is fetched into the work tree yet) and ``sync_merged`` (the
+merge is done, modes, checks, index and push are not).
 
 It lives below both the lock and the writers so neither imports the other.
 """

@@ -78,6 +78,29 @@ OPERATIONS = (
                       flags=("--stale",)),),
         writes=True, render="unlock"),
     Operation(
+        "sync", "memory_forest.sync:sync",
+        "Replicate the forest through git: commit, fetch, merge, restore modes, check, index, "
+        "push.",
+        "memory-forest sync ~/memory --init git@example.org:me/memory.git",
+        help="Takes the forest lock. Derived state under .memory-forest/ is never committed "
+        "(forest.json travels). Refuses to commit credential-shaped text (secrets_found) "
+        "unless --allow-secrets. A branch or leaf changed on both sides keeps ours and files "
+        "theirs beside it as a conflict copy; any other conflict undoes the merge "
+        "(sync_conflict). No conflict marker ever lands in a file. See docs/sync.md.",
+        params=(Param("remote", TEXT, "The git remote to sync with (default: origin).",
+                      flags=("--remote",)),
+                Param("init", TEXT, "First use: create the repository (with its .gitignore "
+                      "and .gitattributes) if there is none and add the remote at this URL; "
+                      "the URL lives in .git/config only.", flags=("--init",),
+                      metavar="URL"),
+                Param("dry_run", FLAG, "Show what would be committed and what would be pulled "
+                      "(fetches, changes nothing else).", flags=("--dry-run",)),
+                Param("allow_secrets", FLAG, "Commit and push even when the credential rules "
+                      "find something (the findings are still reported).",
+                      flags=("--allow-secrets",)),
+                WAIT.replace(help="Seconds (0-3600) to wait for the lock.")),
+        writes=True, render="sync"),
+    Operation(
         "browse", "memory_forest.browse:browse",
         "Write a private static site (0700/0600, works from file://) to read the forest.",
         "memory-forest browse ~/memory --out ~/memory-site",

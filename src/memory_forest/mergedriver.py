@@ -1,0 +1,134 @@
+"""The merge drivers git runs for a Markdown file changed on both sides of a ``sync``.
+
+``sync`` registers them in the repository's local config before every merge
+(``merge.memory-forest-daily.driver``, ``merge.memory-forest-record.driver``)
+and ``.gitattributes`` names them: ``daily`` for ``05 daily/*.md``, ``record``
+for the other layers' Markdown.
+
+``daily``: a Daily record is a list of ``## <entry_id>`` sections, and two
+machines that each added entries to the same day have not conflicted: the
+result keeps every entry of both sides once (ours first, in order, then
+theirs that ours lacks), ours' frontmatter with ``updated`` the later of the
+two. Git's own line merge would instead write conflict markers into the file.
+
+An entry id present on both sides with different text, or a side that is not
+a Daily record this can read, is a real conflict: the driver exits 1 and
+leaves ours untouched, so ``sync`` aborts the merge (no marker ever lands).
+
+``record``: two machines that each filed a fact under the same parent have
+each added a line to its child list and moved its ``updated``; git's line
+merge sees both as a conflict. The driver sets ``updated`` to the later of
+the two on all three versions, takes the child links theirs added out of
+theirs, lets ``git merge-file`` merge the rest (a change to the same lines on
+both sides is still a conflict: exit 1), then files theirs' new links in
+ours' child list. Nothing else is merged by hand.
+
+Run as ``python -m memory_forest.mergedriver daily|record BASE OURS THEIRS``
+(git's ``%O %A %B``); the result replaces OURS.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+DRIVERS = {"daily": "memory-forest-daily", "record": "memory-forest-record"}
+_CHILD = re.compile(r"^- \[\[([^|\]\n]+)\|([^\]\n]*)\]\]\s*$")
+_UPDATED = re.compile(r'^updated: .*$', re.MULTILINE)
+
+
+def merge(ours: str, theirs: str) -> str | None:
+    """The merged text, or None when the two sides truly conflict."""
+    from .writers.markdown import body_of, edit_frontmatter, headings, metadata, replace_body
+
+    head_ours, sections_ours = _sections(body_of(ours), headings)
+    _, sections_theirs = _sections(body_of(theirs), headings)
+    if sections_ours is None or sections_theirs is None:
+        return None
+    merged = dict(sections_ours)
+    for entry_id, text in sections_theirs.items():
+        if entry_id not in merged:
+            merged[entry_id] = text
+        elif merged[entry_id].strip() != text.strip():
+            return None
+    body = "\n\n".join([head_ours.strip("\n"), *(text.strip("\n") for text in merged.values())])
+    result = replace_body(ours, body + "\n")
+    later = max(str(metadata(ours).get("updated") or ""), str(metadata(theirs).get("updated")
+                                                              or ""))
+    if later and later != str(metadata(ours).get("updated") or ""):
+        result = edit_frontmatter(result, {"updated": later})
+    return result
+
+
+def _sections(body: str, headings) -> tuple[str, dict[str, str] | None]:
+    """The text before the first entry (the ``# Daily <date>`` title), and each
+    ``## <entry_id>`` section by id; None for a body that is not such a list."""
+    lines = body.split("\n")
+    found = [(line, level, title) for line, level, title in headings(body) if level <= 2]
+    if found and found[0][1] == 1:
+        head_end = found[1][0] if len(found) > 1 else len(lines)
+        found = found[1:]
+    else:
+        head_end = found[0][0] if found else len(lines)
+    sections: dict[str, str] = {}
+    for number, (line, level, title) in enumerate(found):
+        if level != 2 or title in sections:
+            return body, None  # a second title or a repeated entry
+        end = found[number + 1][0] if number + 1 < len(found) else len(lines)
+        sections[title] = "\n".join(lines[line:end])
+    return "\n".join(lines[:head_end]), sections
+
+
+def merge_record(base: str, ours: str, theirs: str) -> str | None:
+    """Ours and theirs merged as described above, or None for a real conflict."""
+    from .gitrepo import merge_file
+    from .writers.markdown import add_child_link, metadata
+
+    stamps = [str(metadata(text).get("updated") or "") for text in (ours, theirs)]
+    later = max(stamps)
+    if later:
+        line = f'updated: "{later}"'
+        base, ours, theirs = (_UPDATED.sub(line, text, count=1) for text in (base, ours, theirs))
+    known = set(base.split("\n"))
+    added, kept, heading = [], [], None
+    for line in theirs.split("\n"):
+        if line.startswith("## "):
+            heading = line[3:].strip()
+        if line not in known and _CHILD.match(line) and heading:
+            added.append((heading, line))
+        else:
+            kept.append(line)
+    merged = merge_file(base, ours, "\n".join(kept))
+    if merged is None:
+        return None
+    for heading, line in added:
+        if line not in merged.split("\n"):
+            path, alias = _CHILD.match(line).groups()
+            merged = add_child_link(merged, heading, path, alias)
+    return merged
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 4 or argv[0] not in DRIVERS:
+        sys.stderr.write("usage: python -m memory_forest.mergedriver daily|record "
+                         "BASE OURS THEIRS\n")
+        return 2
+    kind, base_path, ours_path, theirs_path = argv
+    try:
+        texts = []
+        for path in (base_path, ours_path, theirs_path):
+            with open(path, encoding="utf-8") as handle:
+                texts.append(handle.read())
+        base, ours, theirs = texts
+        merged = merge(ours, theirs) if kind == "daily" else merge_record(base, ours, theirs)
+    except (OSError, ValueError):
+        return 1
+    if merged is None:
+        return 1
+    with open(ours_path, "w", encoding="utf-8") as handle:
+        handle.write(merged)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

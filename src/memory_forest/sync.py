@@ -1,0 +1,545 @@
+"""``sync``: replicate a forest through git, under the forest lock.
+
+One run: take the lock; finish or undo an interrupted write (the journal);
+set the repository up (``.gitignore``, ``.gitattributes``, the Daily merge
+driver in the local config: a plain ``git clone`` has none of it); commit
+the canonical changes, after the credential rules found nothing in them;
+fetch and merge the remote branch (never a rebase: the history each machine
+wrote stays as it was); restore private modes on everything the merge or
+clone wrote, git's files included; validate and audit (findings are reported,
+one file's problem never fails the sync); bring the index up to date; push;
+release the lock.
+
+A branch or leaf both sides changed in the same lines is kept twice: ours
+in place, theirs beside it as a conflict copy (``conflict_of:`` names the
+original). Any other conflict aborts the merge before anything else happens:
+the sync fails with ``sync_conflict`` and the paths, the forest exactly as it
+was before. Either way no conflict marker ever lands in a canonical file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .envelope import result
+from .errors import ForestError, usage_error
+from .forest import Forest
+from .gitrepo import Repo
+from .testhooks import crash_point
+
+DEFAULT_REMOTE = "origin"
+# A conflict copy's file name, as ``conflict_copy_path`` makes it (``status`` lists them).
+CONFLICT_COPY = re.compile(r"-conflict-[a-z0-9-]+-[0-9]{8}T[0-9]{6}Z\.md$")
+MAX_SCAN_BYTES = 8 * 1024 * 1024
+MAX_LISTED = 200
+
+GITATTRIBUTES = """\
+# Written by memory-forest sync. ISTM files are append-only lines: a merge keeps
+# both sides' lines. Daily records are lists of entries: the driver keeps both
+# sides' entries. Other records: the driver merges both sides' new child links
+# (drivers registered in .git/config by every sync, never committed).
+*.md merge=memory-forest-record
+06[[:space:]]istm/*.jsonl merge=union
+05[[:space:]]daily/*.md merge=memory-forest-daily
+"""
+
+
+def gitignore() -> str:
+    from .ignore import GIT_DEBRIS_PATTERNS
+    from .statefiles import CONFIG, STATE_DIR, state_rel
+
+    return ("# Written by memory-forest sync. Derived state (index, receipts, journal,\n"
+            "# proposals) stays on each machine; the forest's config travels with it.\n"
+            f"/{STATE_DIR}/*\n!/{state_rel(CONFIG)}\n/.obsidian/\n/.trash/\n"
+            "# Editor and OS debris, which the forest itself never reads.\n"
+            + "".join(f"{pattern}\n" for pattern in GIT_DEBRIS_PATTERNS))
+
+
+def sync(forest: Forest | str | Path, remote: str | None = None, init: str | None = None,
+         dry_run: bool = False, allow_secrets: bool = False, wait: float = 0.0
+         ) -> dict[str, Any]:
+    from . import gitrepo, lock
+
+    lock.check_wait(wait)
+    name = remote or DEFAULT_REMOTE
+    if init is not None and not init.strip():
+        raise usage_error("sync_init_url_empty", "--init takes the remote's URL")
+    started = time.perf_counter()
+    handle = Forest.of(forest)
+    root = handle.root
+    gitrepo.executable()  # git_missing before anything else happens
+    with lock.held(root, "sync", wait=wait):
+        outcome = _Sync(root, name, dry_run, allow_secrets).run(init)
+    handle.forget_index()  # a clone's first sync builds the index the handle may hold open
+    outcome["seconds"] = round(time.perf_counter() - started, 3)
+    return result("sync", **outcome)
+
+
+class _Sync:
+    def __init__(self, root: Path, remote: str, dry_run: bool, allow_secrets: bool) -> None:
+        self.root, self.remote = root, remote
+        self.dry_run, self.allow_secrets = dry_run, allow_secrets
+        self.repo = Repo(root)
+        self.out: dict[str, Any] = {"remote": remote, "dry_run": dry_run, "created": False}
+
+    def run(self, init: str | None) -> dict[str, Any]:
+        from .writers import journal
+
+        repo, out = self.repo, self.out
+        if not self.dry_run:
+            recovered = journal.recover(self.root)
+            out["recovered"] = recovered["action"] if recovered else None
+        if not repo.exists():
+            if init is None:
+                raise ForestError("sync_no_repository", "this forest has no git repository "
+                                  "yet; run 'memory-forest sync ROOT --init URL' once",
+                                  exit_code=2)
+            if self.dry_run:
+                return {**out, "created": True, "nothing_to_do": False,
+                        "would_commit": self._would_commit_all(), "incoming": None}
+            repo.init()
+            out["created"] = True
+        if init is not None:
+            self._add_remote(init)
+            if self.dry_run and self.remote not in repo.remotes():
+                return {**out, "nothing_to_do": False, "would_commit": self._changes(),
+                        "incoming": None}  # the remote would be added: nothing to fetch yet
+        if self.remote not in repo.remotes():
+            raise ForestError("sync_remote_missing", "the repository has no remote of this name; "
+                              "add one with 'memory-forest sync ROOT --init URL'",
+                              {"remote": self.remote}, exit_code=2)
+        if not self.dry_run:
+            if (self.root / ".git" / "MERGE_HEAD").exists():
+                # a sync killed inside git's merge: local work is committed, so undoing
+                # the half-done merge loses nothing, and this run merges again
+                repo.run("merge", "--abort", check=False)
+            self._set_up()
+        self._fetch()
+        branch = self._branch()
+        out["branch"] = branch
+        if not self.dry_run and not repo.has_commit() and repo.has_commit(
+                self._tracking(branch)):
+            # a clone of a remote whose HEAD names another branch, or a new repository
+            # over a remote that has history: start from the remote's history
+            repo.run("checkout", "-q", "-B", branch, self._tracking(branch))
+        changes = self._changes()
+        findings = self._secrets(changes)
+        if self.dry_run:
+            return {**out, "would_commit": changes, "secrets": findings,
+                    "incoming": self._incoming(branch), "nothing_to_do": False}
+        if findings and not self.allow_secrets:
+            raise ForestError("secrets_found", "credential-shaped text in what sync would "
+                              "commit; remove it (or pass --allow-secrets); nothing was "
+                              "committed or pushed", {"findings": findings[:MAX_LISTED]})
+        out["secrets"] = findings
+        out["committed"] = self._commit(changes) if changes else None
+        crash_point("sync_committed")
+        before = repo.rev("HEAD")
+        pulled = self._merge(branch)
+        crash_point("sync_merged")
+        changed = repo.lines_z("diff", "--name-only", "-z", before, "HEAD") if pulled else []
+        out["pulled"] = {"commits": pulled, "files": len(changed), "paths": changed[:MAX_LISTED]}
+        fresh_index = not _index_exists(self.root)
+        if not changes and not pulled and not fresh_index and not out["created"] \
+                and not self._ahead(branch):
+            return {**out, "nothing_to_do": True, "pushed": False}
+        out["created_dirs"] = _missing_dirs(self.root)
+        out["modes"] = restore_modes(self.root)
+        out["checks"] = self._check()
+        out["index"] = self._index()
+        out["pushed"] = self._push(branch)
+        out["nothing_to_do"] = False
+        return out
+
+    # --- the repository ---------------------------------------------------------------------
+
+    def _add_remote(self, url: str) -> None:
+        repo = self.repo
+        if self.remote in repo.remotes():
+            if repo.get_config(f"remote.{self.remote}.url") != url:
+                raise ForestError("sync_remote_exists", "the repository already has a remote "
+                                  "of this name with another URL", {"remote": self.remote},
+                                  exit_code=2)
+            return
+        if not self.dry_run:
+            repo.run("remote", "add", self.remote, url)
+
+    def _set_up(self) -> None:
+        """The files and the local config every sync needs, on a new repository or a clone.
+
+        The driver's command names this Python (a clone made on another machine
+        has another one), so it is written again before every merge.
+        """
+        from .safety import write_private
+
+        for name, text in ((".gitignore", gitignore()), (".gitattributes", GITATTRIBUTES)):
+            path = self.root / name
+            if os.path.islink(path):
+                raise ForestError("symlink", f"{name} is a symlink; sync never follows one",
+                                  {"path": name})
+            try:
+                current = path.read_bytes()
+            except FileNotFoundError:
+                current = None
+            if current != text.encode():
+                write_private(path, text.encode())
+        from .mergedriver import DRIVERS
+
+        for kind, name in DRIVERS.items():
+            self.repo.config(f"merge.{name}.name", f"memory-forest {kind} merge")
+            self.repo.config(f"merge.{name}.driver", f"{shlex.quote(sys.executable)} -P -m "
+                             f"memory_forest.mergedriver {kind} %O %A %B")
+
+    def _changes(self) -> list[str]:
+        """What a commit would take: every changed, new or deleted path git does not ignore."""
+        fields = self.repo.lines_z("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                                   "--no-renames")
+        return sorted({field[3:] for field in fields if len(field) > 3})
+
+    def _would_commit_all(self) -> list[str]:
+        """A forest without a repository: everything the ``.gitignore`` would let in."""
+        from .safety import walk
+        from .statefiles import CONFIG, STATE_DIR, state_rel
+
+        listing = walk(self.root, Forest.of(self.root).limits)
+        return [".gitattributes", ".gitignore", *sorted(
+            entry.path for entry in listing.files
+            if not entry.path.startswith(STATE_DIR + "/") or entry.path == state_rel(CONFIG))]
+
+    def _secrets(self, paths: list[str]) -> list[dict[str, Any]]:
+        """The credential rules over each file that would leave the machine: the changes,
+        and what local commits hold that the remote has not seen."""
+        from .credentials import line_findings
+        from .safety import read_regular
+
+        pending = set(paths) | set(self._unpushed())
+        findings = []
+        for rel in sorted(pending):
+            try:
+                data = read_regular(self.root, rel, MAX_SCAN_BYTES)
+            except ForestError:
+                continue  # deleted, or not a regular file: nothing to publish
+            if b"\0" in data[:8192]:
+                continue
+            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                findings += [{"path": rel, "line": number, "rule": rule}
+                             for rule in line_findings(line)]
+        return findings
+
+    def _unpushed(self) -> list[str]:
+        repo = self.repo
+        if not repo.has_commit():
+            return []
+        upstream = self._tracking(repo.branch())
+        if repo.has_commit(upstream):
+            return repo.lines_z("diff", "--name-only", "-z", upstream, "HEAD")
+        return repo.lines_z("ls-files", "-z")
+
+    def _branch(self) -> str:
+        """The remote branch to sync with: the local branch's name when the remote has it
+        (or has no branch yet), else the remote's default branch, else its only one."""
+        repo = self.repo
+        local = repo.branch()
+        if repo.has_commit(self._tracking(local)):
+            return local
+        prefix = f"refs/remotes/{self.remote}/"
+        head = repo.run("symbolic-ref", "-q", prefix + "HEAD", check=False)
+        if head.returncode == 0:
+            target = head.stdout.decode("utf-8", "surrogateescape").strip()
+            if target.startswith(prefix) and repo.has_commit(target):
+                return target[len(prefix):]
+        names = [name for name in repo.out("for-each-ref", "--format=%(refname)", prefix).split()
+                 if name != prefix + "HEAD"]
+        return names[0][len(prefix):] if len(names) == 1 else local
+
+    def _tracking(self, branch: str) -> str:
+        return f"refs/remotes/{self.remote}/{branch}"
+
+    def _commit(self, changes: list[str]) -> dict[str, Any]:
+        self.repo.run("add", "-A")
+        message = commit_message(self.root, self.repo, len(changes))
+        self.repo.run("commit", "-q", "--no-verify", "-F", "-", stdin=message.encode())
+        return {"commit": self.repo.rev("HEAD"), "files": len(changes),
+                "message": message.split("\n", 1)[0], "paths": changes[:MAX_LISTED]}
+
+    def _fetch(self) -> None:
+        self.repo.run("fetch", "--quiet", "--no-tags", self.remote)
+
+    def _incoming(self, branch: str) -> dict[str, Any] | None:
+        repo, theirs = self.repo, self._tracking(branch)
+        if not repo.has_commit(theirs):
+            return None
+        if not repo.has_commit():
+            paths = repo.lines_z("ls-tree", "-r", "--name-only", "-z", theirs)
+            return {"commits": int(repo.out("rev-list", "--count", theirs)),
+                    "files": len(paths), "paths": paths[:MAX_LISTED]}
+        commits = int(repo.out("rev-list", "--count", f"HEAD..{theirs}"))
+        paths = repo.lines_z("diff", "--name-only", "-z", f"HEAD...{theirs}") if commits else []
+        return {"commits": commits, "files": len(paths), "paths": paths[:MAX_LISTED]}
+
+    def _merge(self, branch: str) -> int:
+        """Merge the remote branch; the number of commits it brought.
+
+        A Markdown record both sides changed in the same lines is kept twice:
+        ours in place, theirs as a conflict copy beside it (``conflict_copy``),
+        and the merge is concluded. Any other conflict undoes the merge.
+        """
+        repo, theirs = self.repo, self._tracking(branch)
+        if not repo.has_commit(theirs):
+            return 0
+        commits = int(repo.out("rev-list", "--count", f"HEAD..{theirs}"))
+        if not commits:
+            return 0
+        message = f"memory-forest sync: merge {self.remote}/{branch}"
+        done = repo.run("merge", "--no-edit", "--no-stat", "-q", "-m", message, theirs,
+                        check=False)
+        if done.returncode == 0:
+            return commits
+        conflicted = repo.lines_z("diff", "--name-only", "--diff-filter=U", "-z")
+        copies = self._conflict_copies(conflicted) if conflicted else None
+        if copies is None:
+            repo.run("merge", "--abort", check=False)
+            if not conflicted:
+                raise ForestError("git_failed", f"git merge failed with exit code "
+                                  f"{done.returncode}", {"command": "merge",
+                                                         "exit_code": done.returncode})
+            raise ForestError("sync_conflict", "both sides changed the same file in ways "
+                              "sync cannot keep apart; the merge was undone, nothing changed; "
+                              "make the two versions agree on one side, then sync again",
+                              {"paths": conflicted[:MAX_LISTED]})
+        repo.run("commit", "-q", "--no-verify", "-m", message + " (conflict copies)")
+        self.out["conflicts"] = copies
+        return commits
+
+    def _conflict_copies(self, conflicted: list[str]) -> list[dict[str, str]] | None:
+        """Ours in place and theirs filed beside it, for every conflicted path; None (and
+        nothing written) when one of them is not a branch or leaf both sides still have."""
+        from .chain import this_host
+        from .safety import write_new_private, write_private
+
+        planned = []
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for path in conflicted:
+            ours = self._stage_blob(2, path)
+            theirs = self._stage_blob(3, path)
+            copy = conflict_copy_path(path, this_host(), stamp)
+            if ours is None or theirs is None or copy is None \
+                    or os.path.lexists(self.root / copy):
+                return None
+            text = conflict_copy_text(theirs, path, f"conflict-{this_host()}-{stamp}")
+            if text is None:
+                return None
+            planned.append((path, ours, copy, text))
+        for path, ours, copy, text in planned:
+            write_private(self.root / path, ours)  # never the marked-up file git left
+            write_new_private(self.root / copy, text.encode("utf-8"))
+            self.repo.run("add", "--", path, copy)
+        return [{"path": path, "copy": copy} for path, _, copy, _ in planned]
+
+    def _stage_blob(self, stage_number: int, path: str) -> bytes | None:
+        done = self.repo.run("show", f":{stage_number}:{path}", check=False)
+        return done.stdout if done.returncode == 0 else None
+
+    def _ahead(self, branch: str) -> bool:
+        repo, theirs = self.repo, self._tracking(branch)
+        if not repo.has_commit(theirs):
+            return repo.has_commit()
+        return int(repo.out("rev-list", "--count", f"{theirs}..HEAD")) > 0
+
+    def _push(self, branch: str) -> bool:
+        if not self._ahead(branch):
+            return False
+        self.repo.run("push", "--quiet", "--no-verify", self.remote,
+                      f"HEAD:refs/heads/{branch}")
+        self._fetch()  # the tracking ref moves, so the next sync knows nothing is unpushed
+        return True
+
+    # --- the forest -------------------------------------------------------------------------
+
+    def _check(self) -> dict[str, Any]:
+        """Validate and audit; what they find is reported, never a reason to stop."""
+        from .checks import check
+        from .issues import summarize
+
+        try:
+            issues = check(self.root).issues
+        except ForestError as exc:
+            return {"error": exc.to_dict()}
+        errors = [issue.to_dict() for issue in issues if issue.level == "error"]
+        return {"summary": summarize(issues), "errors": errors[:MAX_LISTED]}
+
+    def _index(self) -> dict[str, Any]:
+        from . import index
+
+        try:
+            return index.build(self.root)  # incremental when an index exists
+        except ForestError as exc:
+            return {"error": exc.to_dict()}
+
+
+def conflict_copy_path(path: str, host: str, stamp: str) -> str | None:
+    """``<name>-conflict-<host>-<time>.md`` beside a branch or leaf; None for other files."""
+    from .routes import parse_route
+
+    try:
+        route = parse_route(path)
+    except ForestError:
+        return None
+    if route.layer.key not in ("mtm", "stm") or not path.endswith(".md"):
+        return None
+    folder, _, name = path.rpartition("/")
+    suffix = f"-conflict-{host}-{stamp}"
+    return f"{folder}/{name[:-3][:200 - len(suffix)]}{suffix}.md"
+
+
+def conflict_copy_text(data: bytes, path: str, tag: str) -> str | None:
+    """Theirs, with ``conflict_of: <path>`` and an id of its own; None if unreadable."""
+    from .writers.markdown import edit_frontmatter, metadata, render_key
+
+    try:
+        text = data.decode("utf-8")
+        old_id = metadata(text).get("id")
+        new_id = f"{old_id}-{tag}" if isinstance(old_id, str) and old_id else tag
+        text = edit_frontmatter(text, {"id": new_id})
+    except (UnicodeDecodeError, ForestError, ValueError):
+        return None
+    lead = "\ufeff---\n" if text.startswith("\ufeff---\n") else "---\n"
+    if not text.startswith(lead):
+        return None
+    return lead + render_key("conflict_of", path) + text[len(lead):]
+
+
+def _missing_dirs(root: Path) -> list[str]:
+    """Create the layer directories and the state directory git could not carry.
+
+    Git stores files, not directories: an empty layer (a new forest has six)
+    never reaches a clone, and neither does ``.memory-forest/`` without its config.
+    """
+    from .layers import LAYERS
+    from .safety import mkdir_private
+    from .statefiles import STATE_DIR
+
+    made = []
+    for name in (*(layer.dirname for layer in LAYERS), STATE_DIR):
+        if not os.path.lexists(root / name):
+            mkdir_private(root / name)
+            made.append(name)
+    return made
+
+
+def _index_exists(root: Path) -> bool:
+    from .statefiles import index_path
+
+    return index_path(root).exists()
+
+
+def commit_message(root: Path, repo: Repo, files: int) -> str:
+    """What changed, from the receipts written since the last commit, else a file count.
+
+    Operation names and counts only: a receipt's paths and texts are memory,
+    and a commit message is published with the repository.
+    """
+    from .statefiles import RECEIPTS, state_dir
+
+    since = int(repo.out("log", "-1", "--format=%ct")) if repo.has_commit() else 0
+    counts: dict[str, int] = {}
+    try:
+        listed = list(os.scandir(state_dir(root) / RECEIPTS))
+    except OSError:
+        listed = []
+    for entry in listed:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode) or st.st_mtime < since:
+                continue
+            with open(entry.path, "rb") as handle:
+                operation = json.loads(handle.read(1024 * 1024)).get("operation")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(operation, str) and operation.replace("_", "").isalnum():
+            counts[operation] = counts.get(operation, 0) + 1
+    noun = "file" if files == 1 else "files"
+    if not counts:
+        return f"memory-forest sync: {files} {noun} changed"
+    done = ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
+    return f"memory-forest sync: {done} ({files} {noun})"
+
+
+# --- modes -----------------------------------------------------------------------------------
+
+
+def restore_modes(root: Path) -> dict[str, Any]:
+    """0700/0600 on the forest (``doctor --repair``'s walk) and on git's files at the root.
+
+    A clone or a merge writes with the user's umask (0644, 0755). Inside
+    ``.git`` only the group and other bits are taken away: git keeps its
+    objects read-only, and private is the point, not writable.
+    """
+    from .operations import repair_modes, restore_mode
+
+    report = repair_modes(Forest.of(root))
+    for name in (".", ".gitignore", ".gitattributes"):
+        try:
+            st = os.lstat(root / name)
+        except FileNotFoundError:
+            continue
+        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
+            try:
+                report["modes"].append(restore_mode(root, name))
+            except (ForestError, OSError) as exc:
+                report["modes_failed"].append({"path": name, "code": getattr(
+                    exc, "code", type(exc).__name__)})
+    report["git_modes"] = _private_git_dir(root)
+    report["modes"] = report["modes"][:MAX_LISTED]
+    return report
+
+
+def _private_git_dir(root: Path) -> int:
+    """Strip group and other bits under ``.git``, never following a symlink; how many."""
+    changed = 0
+    top = root / ".git"
+    try:
+        if stat.S_ISLNK(os.lstat(top).st_mode):
+            return 0
+    except FileNotFoundError:
+        return 0
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        changed += _private_entry(directory)
+        try:
+            with os.scandir(directory) as it:
+                listed = list(it)
+        except OSError:
+            continue
+        for entry in listed:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(entry.path))
+            elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+                changed += _private_entry(Path(entry.path))
+    return changed
+
+
+def _private_entry(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return 0
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if not mode & 0o077:
+            return 0
+        os.fchmod(fd, mode & 0o700)
+        return 1
+    finally:
+        os.close(fd)
