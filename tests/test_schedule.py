@@ -142,15 +142,16 @@ def test_systemd_units_parse_with_expected_keys(forest: Path) -> None:
     assert timer["Install"]["WantedBy"] == "timers.target"
 
 
-@pytest.mark.parametrize("consolidate", [False, True])
-def test_a_scheduled_run_can_also_consolidate(forest: Path, consolidate: bool) -> None:
-    """Each format carries the same command, ``--consolidate`` last when asked for and
-    nowhere otherwise, and still parses as its scheduler reads it."""
+@pytest.mark.parametrize("steps", [(), ("consolidate",), ("sync",), ("consolidate", "sync")])
+def test_a_scheduled_run_can_also_consolidate_and_sync(forest: Path, steps: tuple) -> None:
+    """Each format carries the same command, the asked-for step flags last and nowhere
+    otherwise, and still parses as its scheduler reads it."""
+    flags = [f"--{step}" for step in ("consolidate", "sync") if step in steps]
     runs = {}
     for scheduler in schedule.SCHEDULERS:
         outcome = schedule.print_entry(scheduler, forest, console_script(),
-                                       consolidate=consolidate)
-        assert (outcome["command"][-1] == "--consolidate") is consolidate
+                                       **{step: True for step in steps})
+        assert outcome["command"][len(outcome["command"]) - len(flags):] == flags
         runs[scheduler] = outcome
     (cron,) = cron_lines(entry_text(runs["cron"], "crontab.example"))
     plist = plistlib.loads(
@@ -163,7 +164,8 @@ def test_a_scheduled_run_can_also_consolidate(forest: Path, consolidate: bool) -
     for outcome in runs.values():
         for entry in outcome["entries"]:
             if not entry["name"].endswith(".timer"):  # the timer only starts the service
-                assert ("consolidate" in entry["text"]) is consolidate, entry["name"]
+                for step in ("consolidate", "sync"):
+                    assert (f"--{step}" in entry["text"]) is (step in steps), entry["name"]
 
 
 def test_systemd_escapes_an_awkward_root(awkward_forest: Path) -> None:

@@ -419,3 +419,33 @@ def test_init_adds_a_remote_to_an_existing_repository(tmp_path: Path) -> None:
     done = sync(root, init=os.fspath(remote))
     assert done["pushed"] and not done["created"]
     raises_code(lambda: sync(root, init=os.fspath(tmp_path / "other.git")), "sync_remote_exists")
+
+
+def test_maintain_sync_replicates_on_schedule(pair, monkeypatch) -> None:
+    """The scheduled job's sync step: A's new fact reaches B by two maintain runs."""
+    from memory_forest.maintain import maintain
+
+    _, a, b = pair
+    machine(monkeypatch, "alpha")
+    remember(a, content="The rain barrel tap drips.", title="Rain barrel")
+    ran = maintain(a, sync=True)
+    assert ran["ok"], ran
+    assert ran["steps"]["sync"]["committed"] > 0 and ran["steps"]["sync"]["pushed"]
+    assert set(ran["steps"]) >= {"lock", "index", "verify", "sync"}
+    machine(monkeypatch, "beta")
+    pulled = maintain(b, sync=True)
+    assert pulled["ok"] and pulled["steps"]["sync"]["pulled"] > 0, pulled
+    assert any(node["path"].endswith("rain-barrel.md")
+               for trail in retrieve(b, "rain barrel tap")["trails"] for node in trail["nodes"])
+    # Counts only: the run record names no path and no memory text.
+    assert "rain" not in json.dumps(pulled["steps"]["sync"]).lower()
+    assert not maintain(b)["steps"].get("sync")  # off unless asked for
+
+
+def test_a_running_sync_holds_the_writers_lock(pair) -> None:
+    from memory_forest import lock
+
+    _, a, _ = pair
+    with lock.held(a, "sync"):
+        raises_code(lambda: remember(a, content="A note.", title="Note"), "lock_held")
+        raises_code(lambda: sync(a), "lock_held")

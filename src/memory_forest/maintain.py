@@ -32,7 +32,8 @@ PROBLEMS_EXIT_CODE = 3
 
 
 def maintain(forest: Forest | str | Path, verify_all: bool = False,
-             log: str | Path | None = None, consolidate: bool = False) -> dict[str, Any]:
+             log: str | Path | None = None, consolidate: bool = False,
+             sync: bool = False) -> dict[str, Any]:
     from . import lock
     from .envelope import result
 
@@ -45,9 +46,11 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
             owner = run.step("lock", lambda: lock.acquire(root, "maintain"))
             try:
                 outcome = _checked_run(root, run, verify_all)
-                if consolidate and outcome.get("error", {}).get("code") in (
-                        None, "maintain_problems"):
+                checked = outcome.get("error", {}).get("code") in (None, "maintain_problems")
+                if consolidate and checked:
                     run.step("consolidate", lambda: _consolidate(root), _proposed)
+                if sync and checked:
+                    run.step("sync", lambda: _sync(root), _synced)
             finally:
                 lock.release(root, owner)
     except ForestError as exc:
@@ -130,6 +133,22 @@ def _proposed(made: dict[str, Any]) -> dict[str, Any]:
     return {"proposal": made["proposal"]["proposal_id"] if made["proposal"] else None,
             "sources": counts.get("sources", 0), "remaining": made["remaining"],
             "skipped": len(made["skipped"])}
+
+
+def _sync(root: Path) -> dict[str, Any]:
+    """Commit, merge and push through git, under this run's lock (docs/sync.md)."""
+    from .sync import under_lock
+
+    return under_lock(root)
+
+
+def _synced(done: dict[str, Any]) -> dict[str, Any]:
+    """Counts only: the log line names no path and no memory text."""
+    committed, pulled = done.get("committed"), done.get("pulled")
+    return {"committed": committed["files"] if committed else 0,
+            "pulled": pulled["files"] if pulled else 0,
+            "conflicts": len(done.get("conflicts") or []), "pushed": bool(done.get("pushed")),
+            "nothing_to_do": done["nothing_to_do"]}
 
 
 def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:

@@ -28,7 +28,7 @@ PROGRAM = "memory-forest"
 TEMPLATE_PACKAGE_DIR = "automation_templates"
 PLACEHOLDERS = ("MEMORY_FOREST_BIN", "FOREST_ROOT", "RUN_LOG", "MAINTAIN_OPTIONS")
 # Steps a scheduled run may add to the checks: the flag of ``maintain`` that turns each on.
-MAINTAIN_STEPS = {"consolidate": "--consolidate"}
+MAINTAIN_STEPS = {"consolidate": "--consolidate", "sync": "--sync"}
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 LOG_SUFFIX = ".maintenance.jsonl"
@@ -102,11 +102,13 @@ def print_entry(
     bin_path: str | os.PathLike[str] | None = None,
     log: str | os.PathLike[str] | None = None,
     consolidate: bool = False,
+    sync: bool = False,
 ) -> dict[str, Any]:
     """Return a ready-to-install entry for ``scheduler`` with absolute paths filled in.
 
     ``consolidate`` adds ``--consolidate`` to the scheduled ``maintain``: each run then
-    makes a consolidation proposal for review (it never accepts one).
+    makes a consolidation proposal for review (it never accepts one); ``sync`` adds
+    ``--sync``: each run then ends with a sync through git.
 
     ``root`` (default: the default root, see ``userconfig``) is made absolute
     and must be a real directory (a symlink root is refused). ``bin_path``
@@ -131,7 +133,8 @@ def print_entry(
               "RUN_LOG": str(run_log)}
     for name, value in values.items():
         _check_value(name, value)
-    options = [MAINTAIN_STEPS["consolidate"]] if consolidate else []
+    options = [flag for step, flag in MAINTAIN_STEPS.items()
+               if {"consolidate": consolidate, "sync": sync}[step]]
     entries = [
         {
             "name": template.name,

@@ -83,6 +83,14 @@ def sync(forest: Forest | str | Path, remote: str | None = None, init: str | Non
     return result("sync", **outcome)
 
 
+def under_lock(root: Path, remote: str | None = None) -> dict[str, Any]:
+    """One sync under the forest lock the caller already holds (``maintain --sync``)."""
+    from . import gitrepo
+
+    gitrepo.executable()
+    return _Sync(root, remote or DEFAULT_REMOTE, False, False).run(None)
+
+
 class _Sync:
     def __init__(self, root: Path, remote: str, dry_run: bool, allow_secrets: bool) -> None:
         self.root, self.remote = root, remote

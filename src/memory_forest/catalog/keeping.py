@@ -68,7 +68,9 @@ OPERATIONS = (
                       flags=("--log",)),
                 Param("consolidate", FLAG, "After the checks, make a consolidation proposal "
                       "for what nothing has filed yet (never accepts one).",
-                      flags=("--consolidate",))),
+                      flags=("--consolidate",)),
+                Param("sync", FLAG, "Last, sync the forest through git (commit, merge, push: "
+                      "as 'memory-forest sync', under this run's lock).", flags=("--sync",))),
         render="maintain"),
     Operation(
         "unlock", "memory_forest.operations:unlock",
@@ -143,7 +145,9 @@ OPERATIONS = (
                       "forest).", flags=("--log",)),
                 Param("consolidate", FLAG, "Each run also makes a consolidation proposal for "
                       "review (maintain --consolidate); it never accepts one.",
-                      flags=("--consolidate",))),
+                      flags=("--consolidate",)),
+                Param("sync", FLAG, "Each run also syncs the forest through git "
+                      "(maintain --sync).", flags=("--sync",))),
         command=("schedule", "print"), forest=False, render="schedule_print"),
 )
 
