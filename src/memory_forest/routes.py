@@ -256,3 +256,8 @@ def _err(code: str, message: str, path: str) -> ForestError:
 
 def casefold_key(path: str) -> str:
     return unicodedata.normalize("NFC", path).casefold()
+
+
+# The name sync gives the other side's version of a record both machines changed:
+# ``<name>-conflict-<host>-<UTC time>.md`` beside ours (docs/sync.md).
+CONFLICT_COPY = re.compile(r"-conflict-[a-z0-9-]+-[0-9]{8}T[0-9]{6}Z\.md$")

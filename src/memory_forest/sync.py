@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import stat
 import sys
@@ -37,7 +36,6 @@ from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
 # A conflict copy's file name, as ``conflict_copy_path`` makes it (``status`` lists them).
-CONFLICT_COPY = re.compile(r"-conflict-[a-z0-9-]+-[0-9]{8}T[0-9]{6}Z\.md$")
 MAX_SCAN_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 200
 
@@ -491,7 +489,7 @@ def restore_modes(root: Path) -> dict[str, Any]:
     ``.git`` only the group and other bits are taken away: git keeps its
     objects read-only, and private is the point, not writable.
     """
-    from .operations import repair_modes, restore_mode
+    from .modes import repair_modes, restore_mode
 
     report = repair_modes(Forest.of(root))
     for name in (".", ".gitignore", ".gitattributes"):
