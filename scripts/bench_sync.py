@@ -20,6 +20,9 @@ its index (built untimed first, as a forest in use has one); machine B is a
 - git's own cost on A's repository: ``git status --porcelain``, plain and
   with ``feature.manyFiles`` (index v4 and the untracked cache, after one
   warming run), and ``git fetch`` with nothing new: median of --runs;
+- beside them: the whole-forest check and the credential scan over every
+  tracked file, in process (the code sync runs), and git alone committing and
+  pushing a copy of the same files (``init``, ``add -A``, ``commit``, ``push``);
 - the sizes: files tracked, ``.git`` and the bare remote on disk.
 
 Prints JSON on stdout (every run's wall as well as the median) and writes
@@ -113,12 +116,51 @@ def measure(exe: Path, source: Path, base: Path, runs: int) -> dict:
     timed_git(1, *many)  # writes the untracked cache into the index
     m["git_status_many_files_s"] = timed_git(runs, *many)
     m["git_fetch_nothing_new_s"] = timed_git(runs, "-C", str(a), "fetch", "-q", "origin")
+    m.update(in_process(a, runs))
+    m.update(git_alone(a, base / "plain", base / "plain-remote.git"))
     m["tracked_files"] = len(git("-C", str(a), "ls-files", "-z").split("\0")) - 1
     m["git_dir_mib"] = du_mib(a / ".git")
     m["remote_mib"] = du_mib(remote)
     m["forest_mib"] = du_mib(a, exclude=(".git", ".memory-forest"))
     m["index_mib"] = round((a / ".memory-forest" / "index.sqlite3").stat().st_size / 2**20, 1)
     return m
+
+
+def in_process(root: Path, runs: int) -> dict:
+    """What a sync with changes spends beside git: the whole-forest check, and the
+    credential scan over every tracked file (what a first sync scans)."""
+    from memory_forest.checks import check
+    from memory_forest.sync import _Sync
+
+    checks = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        check(root)
+        checks.append(time.perf_counter() - started)
+    tracked = git("-C", str(root), "ls-files", "-z").split("\0")[:-1]
+    started = time.perf_counter()
+    _Sync(root, "origin", False, False)._secrets(tracked)  # the code sync runs, timed alone
+    scan = time.perf_counter() - started
+    return {"check_in_process_s": {"median": round(statistics.median(checks), 3),
+                                   "runs": [round(w, 3) for w in checks]},
+            "secrets_scan_all_in_process_s": round(scan, 3)}
+
+
+def git_alone(root: Path, plain: Path, remote: Path) -> dict:
+    """Git's share of a first sync: the same files, committed and pushed by git alone."""
+    git("init", "--bare", "-q", str(remote))
+    shutil.copytree(root, plain, symlinks=True,
+                    ignore=lambda d, names: [".git", ".memory-forest"] if d == str(root) else [])
+    walls = {}
+    for name, args in (("init", ("init", "-q")), ("add", ("add", "-A")),
+                       ("commit", ("-c", "user.name=bench", "-c", "user.email=bench@localhost",
+                                   "commit", "-q", "-m", "first")),
+                       ("push", ("push", "-q", remote.as_uri(), "HEAD:refs/heads/main"))):
+        started = time.perf_counter()
+        git("-C", str(plain), *args)
+        walls[name] = round(time.perf_counter() - started, 3)
+    shutil.rmtree(plain, ignore_errors=True)
+    return {"git_alone_first_commit_s": {**walls, "total": round(sum(walls.values()), 3)}}
 
 
 class Outcome:
