@@ -91,6 +91,8 @@ def measure(exe: Path, source: Path, base: Path, runs: int) -> dict:
     # (at 100,000 files that walk then fails with ENOENT). Packing first measures the
     # steady state every later sync sees.
     started = time.perf_counter()
+    while (a / ".git" / "gc.pid").exists():  # the first sync's own commit may have started one
+        time.sleep(0.5)
     git("-C", str(a), "gc", "-q")
     m["setup_gc_a_s"] = round(time.perf_counter() - started, 3)
 
