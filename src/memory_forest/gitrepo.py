@@ -54,7 +54,10 @@ def _env() -> dict[str, str]:
 
 def _run(args: list[str], cwd: Path | None, check: bool = True,
          stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    command = [executable(), *args]
+    # A commit or fetch can start git's automatic gc; detached, it would go on deleting
+    # loose objects after the command returned, under sync's walk over .git. In the
+    # foreground it ends with the command, inside the lock.
+    command = [executable(), "-c", "gc.autoDetach=false", *args]
     try:
         done = subprocess.run(command, cwd=cwd, env=_env(), input=stdin, capture_output=True,
                               timeout=TIMEOUT_SECONDS, umask=0o077, check=False)

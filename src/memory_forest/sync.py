@@ -464,7 +464,9 @@ def commit_message(root: Path, repo: Repo, files: int) -> str:
     for entry in listed:
         try:
             st = entry.stat(follow_symlinks=False)
-            if not stat.S_ISREG(st.st_mode) or st.st_mtime < since:
+            # The commit time is whole seconds: a receipt of the last commit's own second
+            # was counted by that commit's message.
+            if not stat.S_ISREG(st.st_mode) or st.st_mtime < since + 1:
                 continue
             with open(entry.path, "rb") as handle:
                 operation = json.loads(handle.read(1024 * 1024)).get("operation")
@@ -528,7 +530,10 @@ def _private_git_dir(root: Path) -> int:
         except OSError:
             continue
         for entry in listed:
-            st = entry.stat(follow_symlinks=False)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:  # git removed it since the listing (a pack, a lock)
+                continue
             if stat.S_ISDIR(st.st_mode):
                 stack.append(Path(entry.path))
             elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
