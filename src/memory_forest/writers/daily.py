@@ -9,6 +9,7 @@ and an entry id is unique across all Daily records.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,13 @@ def entry_text(text: str, entry_id: str) -> str:
     return found[entry_id]
 
 
+@lru_cache(maxsize=8)
 def entry_texts(text: str) -> dict[str, str]:
-    """Every entry of a Daily record by id, from one parse (the first of a repeated id)."""
+    """Every entry of a Daily record by id, from one parse (the first of a repeated id).
+
+    Cached by the record's text: a writer filing many entries of one record (promote,
+    a proposal's accept) parses it once, not once an entry. Callers only read the dict.
+    """
     body = body_of(text)
     found = headings(body)
     lines = body.split("\n")

@@ -319,7 +319,7 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
            ) -> None:
     from ..routes import stm_path
     from . import parents
-    from .daily import add_sections, entry_section, entry_texts
+    from .daily import add_sections, entry_section, entry_text
     from .markdown import neutralize
     from .redact import redact_text
 
@@ -350,16 +350,10 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
     filed += [(item.entry_id, item.source.pointer.partition("#")[0], item.placement, "promoted")
               for item in proposal.promotions]
     entries = []
-    texts: dict[str, dict[str, str]] = {}  # each Daily record parsed once, not once an entry
     for entry_id, daily, placement, how in filed:
         pointer = f"{daily}#{entry_id}"
         leaf = stm_path(placement.tree, placement.branch, placement.leaf)
-        if daily not in texts:
-            texts[daily] = entry_texts(stage.text(daily) or "")
-        if entry_id not in texts[daily]:
-            raise ForestError("daily_entry_missing", "the Daily entry heading was not found",
-                              {"entry_id": entry_id})
-        text = texts[daily][entry_id]
+        text = entry_text(stage.text(daily) or "", entry_id)
         block = f"Promoted from `{pointer}`:\n\n{neutralize(text)}"
         parents.add_to_leaf(stage, leaf, placement.title, block, {}, [pointer])
         entries.append({"entry_id": entry_id, "daily": daily, "leaf": leaf, "entry": how})
@@ -415,8 +409,10 @@ def event_line(data: bytes | None, event_id: str) -> bytes | None:
     """The bytes of the line that holds ``event_id`` (its line end left out), or None."""
     if data is None:
         return None
+    from ..chain import lines
+
     needle = event_id.encode("utf-8")
-    for line in data.split(b"\n"):
+    for _, line in lines(data):
         if needle not in line:
             continue
         try:
