@@ -372,8 +372,8 @@ class _Sync:
         if done.returncode == 0:
             return commits
         unmerged = self._unmerged()
-        kept = self._keep_both(unmerged) if unmerged else None
-        if not isinstance(kept, list):
+        kept, refused = self._keep_both(unmerged) if unmerged else ([], [])
+        if refused or not unmerged:
             repo.run("merge", "--abort", check=False)
             if not unmerged:
                 raise ForestError("git_failed", f"git merge failed with exit code "
@@ -383,7 +383,7 @@ class _Sync:
                               "keep both ways (a symlink, or a file where the other side has a "
                               "folder); the merge was undone, nothing changed; make the two "
                               "sides agree on one machine, then sync again",
-                              {"paths": (kept or [])[:MAX_LISTED]})
+                              {"paths": refused[:MAX_LISTED]})
         repo.run("commit", "-q", "--no-verify", "-m", message + " (conflicts kept both ways)")
         self.out["conflicts"] = kept
         return commits
@@ -401,7 +401,7 @@ class _Sync:
         return found
 
     def _keep_both(self, unmerged: dict[str, dict[int, tuple[str, str]]]
-                   ) -> list[dict[str, Any]] | list[str]:
+                   ) -> tuple[list[dict[str, Any]], list[str]]:
         """Resolve every unmerged path so that neither side's bytes are lost.
 
         - changed on both sides: ours stays in place; theirs becomes a conflict
@@ -410,9 +410,9 @@ class _Sync:
           reports theirs' blob (config, not memory);
         - deleted on one side, changed on the other: the changed version stays.
 
-        Nothing is written unless every path can be kept: otherwise the paths
-        that cannot (a symlink or submodule on a side, a file against a folder)
-        are returned as plain strings, and the caller undoes the merge.
+        Returns the reports and the paths that cannot be kept both ways (a
+        symlink or submodule on a side, a file against a folder); nothing is
+        written unless there are none, and otherwise the caller undoes the merge.
         """
         from .chain import this_host
 
@@ -422,7 +422,7 @@ class _Sync:
                    if any(mode not in REGULAR_MODES for mode, _ in stages.values())
                    or (os.path.isdir(self.root / path) and not os.path.islink(self.root / path))]
         if refused:
-            return sorted(refused)
+            return [], sorted(refused)
         planned: list[tuple[dict[str, Any], list[tuple[str, bytes]]]] = []
         for path in sorted(unmerged):
             stages = unmerged[path]
@@ -443,10 +443,10 @@ class _Sync:
         taken = [copy for _, writes in planned for copy, _ in writes[1:]]
         clashes = [copy for copy in taken if os.path.lexists(self.root / copy)]
         if clashes or len(set(taken)) != len(taken):
-            return sorted(set(clashes or taken))
+            return [], sorted(set(clashes or taken))
         for report, writes in planned:
             self._write_resolution(report["path"], writes)
-        return [report for report, _ in planned]
+        return [report for report, _ in planned], []
 
     def _both_changed(self, path: str, ours: bytes, theirs: bytes, tag: str
                       ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
