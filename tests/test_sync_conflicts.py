@@ -225,6 +225,21 @@ def test_a_symlink_changed_two_ways_is_the_conflict_left(example_pair, monkeypat
     assert not (a / ".git" / "MERGE_HEAD").exists()
 
 
+def test_a_file_where_the_other_side_has_a_folder_is_the_conflict_left(example_pair,
+                                                                       monkeypatch) -> None:
+    """Git would move the file aside to a name neither side chose: the merge is undone."""
+    _, a, b = example_pair
+    write_file(a, "notes", b"a file\n")
+    write_file(b, "notes/inside.txt", b"a file in a folder\n")
+    machine(monkeypatch, "beta")
+    sync(b)
+    machine(monkeypatch, "alpha")
+    error = raises_code(lambda: sync(a), "sync_conflict")
+    assert error.details["paths"] == ["notes"]
+    assert (a / "notes").read_bytes() == b"a file\n"
+    assert not (a / ".git" / "MERGE_HEAD").exists() and not (a / "notes~HEAD").exists()
+
+
 # --- a forest with no remote ----------------------------------------------------------------
 
 

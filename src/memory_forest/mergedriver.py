@@ -13,15 +13,18 @@ two. Git's own line merge would instead write conflict markers into the file.
 
 An entry id present on both sides with different text, or a side that is not
 a Daily record this can read, is a real conflict: the driver exits 1 and
-leaves ours untouched, so ``sync`` aborts the merge (no marker ever lands).
+leaves ours untouched (no marker ever lands); ``sync`` then keeps both
+versions of the entry in the record (``daily_conflict_entries``), or files
+theirs as a conflict copy when a side cannot be read as entries.
 
 ``record``: two machines that each filed a fact under the same parent have
 each added a line to its child list and moved its ``updated``; git's line
 merge sees both as a conflict. The driver sets ``updated`` to the later of
 the two on all three versions, takes the child links theirs added out of
 theirs, lets ``git merge-file`` merge the rest (a change to the same lines on
-both sides is still a conflict: exit 1), then files theirs' new links in
-ours' child list. Nothing else is merged by hand.
+both sides is still a conflict: exit 1, and ``sync`` files theirs as a
+conflict copy), then files theirs' new links in ours' child list. Nothing
+else is merged by hand.
 
 Run as ``python -m memory_forest.mergedriver daily|record BASE OURS THEIRS``
 (git's ``%O %A %B``); the result replaces OURS.

@@ -10,11 +10,18 @@ clone wrote, git's files included; validate and audit (findings are reported,
 one file's problem never fails the sync); bring the index up to date; push;
 release the lock.
 
-A branch or leaf both sides changed in the same lines is kept twice: ours
-in place, theirs beside it as a conflict copy (``conflict_of:`` names the
-original). Any other conflict aborts the merge before anything else happens:
-the sync fails with ``sync_conflict`` and the paths, the forest exactly as it
-was before. Either way no conflict marker ever lands in a canonical file.
+A forest with no repository gets one; a repository with no remote commits
+locally and pushes nothing (``remote: null``). ``--init URL`` on a forest with
+a history of its own joins the two histories (the second machine that already
+had a forest).
+
+No conflict marker ever lands in a canonical file, and neither side's bytes
+are lost: a record both sides changed in the same lines is kept twice (ours
+in place, theirs beside it as a conflict copy whose ``conflict_of:`` names the
+original), a Daily entry changed two ways twice in its record, a file deleted
+on one side keeps the changed version, the config keeps ours. Only a path that
+cannot be kept both ways (a symlink, a file against a folder) aborts the
+merge: ``sync_conflict`` with the paths, the forest exactly as it was before.
 """
 
 from __future__ import annotations
@@ -372,7 +379,7 @@ class _Sync:
         if done.returncode == 0:
             return commits
         unmerged = self._unmerged()
-        kept, refused = self._keep_both(unmerged) if unmerged else ([], [])
+        kept, refused = self._keep_both(unmerged, theirs) if unmerged else ([], [])
         if refused or not unmerged:
             repo.run("merge", "--abort", check=False)
             if not unmerged:
@@ -400,7 +407,7 @@ class _Sync:
             found.setdefault(path, {})[int(stage)] = (mode, blob)
         return found
 
-    def _keep_both(self, unmerged: dict[str, dict[int, tuple[str, str]]]
+    def _keep_both(self, unmerged: dict[str, dict[int, tuple[str, str]]], their_ref: str
                    ) -> tuple[list[dict[str, Any]], list[str]]:
         """Resolve every unmerged path so that neither side's bytes are lost.
 
@@ -418,9 +425,10 @@ class _Sync:
 
         host, stamp = this_host(), time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         tag = f"-conflict-{host}-{stamp}"
-        refused = [path for path, stages in unmerged.items()
-                   if any(mode not in REGULAR_MODES for mode, _ in stages.values())
-                   or (os.path.isdir(self.root / path) and not os.path.islink(self.root / path))]
+        refused = {path for path, stages in unmerged.items()
+                   if any(mode not in REGULAR_MODES for mode, _ in stages.values())}
+        refused |= {path.rpartition("~")[0] or path for path, stages in unmerged.items()
+                    if self._moved_aside(path, stages, their_ref)}  # the name both sides used
         if refused:
             return [], sorted(refused)
         planned: list[tuple[dict[str, Any], list[tuple[str, bytes]]]] = []
@@ -447,6 +455,15 @@ class _Sync:
         for report, writes in planned:
             self._write_resolution(report["path"], writes)
         return [report for report, _ in planned], []
+
+    def _moved_aside(self, path: str, stages: dict[int, tuple[str, str]], their_ref: str
+                     ) -> bool:
+        """A file git moved out of the way of the other side's folder (``path~HEAD``): a
+        name neither side gave it, so it is not one side's version to keep."""
+        if (2 in stages) == (3 in stages):
+            return False
+        side = "HEAD" if 2 in stages else their_ref
+        return self.repo.run("cat-file", "-e", f"{side}:{path}", check=False).returncode != 0
 
     def _both_changed(self, path: str, ours: bytes, theirs: bytes, tag: str
                       ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
