@@ -273,5 +273,6 @@ def conflict_original(stem: str) -> str:
     same layer: never an owner, as the owner of a path is derived from the
     path (``parent_of``) and no path derives to a copy.
     """
-    found = CONFLICT_TAG.search(stem)
-    return stem[:found.start()] if found and found.start() else stem
+    while (found := CONFLICT_TAG.search(stem)) and found.start():
+        stem = stem[:found.start()]  # a copy of a copy: the original's shape is under both
+    return stem
