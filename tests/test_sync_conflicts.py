@@ -25,7 +25,7 @@ from memory_forest.schemas import StatusResult, SyncResult
 from memory_forest.sync import sync
 from memory_forest.writers.capture import capture_events
 from memory_forest.writers.remember import remember
-from tests.conftest import raises_code
+from tests.conftest import raises_code, run_cli
 from tests.forestkit import write_file
 from tests.test_sync import _hermetic_git, audit_errors, canonical, event, git, machine  # noqa: F401
 
@@ -265,6 +265,10 @@ def test_sync_without_a_repository_commits_locally_then_gains_a_remote(tmp_path:
     assert operations.validate(root)["ok"] and audit_errors(root) == []
     code, again = cli("sync", root)
     assert code == 0 and again["nothing_to_do"] and again["remote"] is None
+    remember(root, content="The shed lock is oiled in spring.", title="Shed lock")
+    shown = subprocess.run([sys.executable, "-m", "memory_forest", "sync", os.fspath(root)],
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "no remote to push to" in shown.stdout, shown
     code, missing = cli("sync", root, "--remote", "upstream")
     assert code != 0 and missing["error"]["code"] == "sync_remote_missing"
     git(tmp_path, "init", "-q", "--bare", str(remote))
@@ -362,3 +366,21 @@ def test_a_clone_whose_remote_head_names_no_branch_starts_from_the_remote(tmp_pa
     assert git(b, "rev-list", "--count", "HEAD") == git(a, "rev-list", "--count", "HEAD")
     assert canonical(a) == canonical(b)
     clean(b)
+
+
+def test_the_cli_says_what_it_kept_both_ways(example_pair, monkeypatch) -> None:
+    _, a, b = example_pair
+    leaf, day = "04 stm/kitchen/fermentation/kimchi-batch-7.md", "05 daily/2026-11-28.md"
+    for root, side in ((a, "ALPHA"), (b, "BETA")):
+        edit(root, leaf, "\n# ", f"\n{side}-VERSION\n\n# ")
+        edit(root, day, "Drip emitters", f"{side}-VERSION Drip emitters")
+    machine(monkeypatch, "beta")
+    sync(b)
+    machine(monkeypatch, "alpha")
+    done = run_cli("sync", a)
+    assert done.code == 0, done
+    lines = [line for line in done.stdout.splitlines() if line.startswith("conflict ")]
+    assert len(lines) == 2, done.stdout
+    assert f"conflict {day}: theirs kept as d-20261128-drip-conflict-" in lines[1]
+    assert f"conflict {leaf}: ours kept; theirs is {leaf[:-3]}-conflict-" in lines[0]
+    clean(a)

@@ -538,6 +538,8 @@ def _sync(outcome: dict[str, Any]) -> None:
     for issue in errors[:MAX_LISTED_ISSUES]:
         _out.print(f"[red]error[/] {_escape(issue['path'])}: {_escape(issue['code'])}")
     pushed = "pushed" if outcome.get("pushed") else "nothing to push"
+    if outcome.get("remote") is None:
+        pushed = "no remote to push to ('memory-forest sync ROOT --init URL' adds one)"
     _out.print(f"sync [green]ok[/]: {pushed} ({outcome['seconds']} s)")
 
 
