@@ -41,13 +41,14 @@ from .errors import ForestError, usage_error
 from .forest import Forest
 from .gitrepo import Repo
 from .layers import LTM_SUFFIX
+from .statefiles import CONFIG, state_rel
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
 # The files sync itself writes at the root: git's, not memory.
 SYNC_FILES = (".gitignore", ".gitattributes")
 # Both sides changed one of these: ours is kept, theirs reported (config, not memory).
-CONFIG_PATHS = frozenset({*SYNC_FILES, ".memory-forest/forest.json"})
+CONFIG_PATHS = frozenset({*SYNC_FILES, state_rel(CONFIG)})
 # What git stores as a plain file (a symlink is 120000, a submodule 160000).
 REGULAR_MODES = frozenset({"100644", "100755"})
 DAILY_RECORD = re.compile(r"05 daily/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md")
