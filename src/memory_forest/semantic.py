@@ -259,6 +259,9 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
     started = time.monotonic()
     if not enable and not enabled(root):
         return {"enabled": False}
+    # Turning it on proves the model first: a forest is never marked on with no way to use it.
+    # A writer always hashes the model, then vouches for its stat to the readers.
+    embedder = model() if enable else None
     limits = load_config(root).limits
     con = index.connect(root)
     try:
@@ -276,7 +279,7 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
         todo.reverse()  # by path, each hash once
         done = skipped = chunk_count = 0
         if todo:
-            embedder = model()  # a writer always hashes the model, then vouches for its stat
+            embedder = embedder or model()
             with vectors:
                 store.set_vectors_meta(vectors, MODEL_STAMP_KEY, embedder.stamp)
             for start in range(0, len(todo), EMBED_BATCH):
