@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import one_object, run_cli
@@ -54,7 +55,7 @@ def ranked(outcome: dict) -> list[tuple[str, float]]:
     return [(trail["nodes"][-1]["path"], trail["score"]) for trail in outcome["trails"]]
 
 
-def python(code: str, *args: str, env: dict[str, str] | None = None) -> dict:
+def python(code: str, *args: str, env: dict[str, str] | None = None) -> Any:
     """Run ``code`` in a fresh interpreter; it prints one JSON object."""
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=120)
@@ -127,12 +128,24 @@ def test_vectors_are_derived_state(forest: Path):
     assert ranked(retrieve.retrieve(forest, "how much air do my tires need")) == before
 
 
+def test_without_the_matrix_cache_the_vectors_file_gives_the_same_ranking(forest: Path):
+    question = "how much air do my tires need"
+    before = python(_RANKED, str(forest), question)
+    caches = list((forest / ".memory-forest").glob("vectors.*.npy"))
+    assert len(caches) == 1
+    caches[0].unlink()
+    assert python(_RANKED, str(forest), question) == before
+
+
 def test_only_changed_documents_are_embedded_again(forest: Path):
     write_doc(forest, TYRE, "Tyre-pressure", "Pump the rear tyre to 4.5 bar now.",
               "stm-garage-bicycle-tyre-pressure")
     before = dict(semantic.stats)
     plain = operations.index(forest)
     assert "semantic" not in plain and semantic.stats == before  # a plain index never embeds
+    # Until it is embedded again the edited leaf ranks lexically: its old vectors are not its.
+    assert TYRE not in [path for path, _ in ranked(retrieve.retrieve(forest, "tires"))]
+    assert ranked(retrieve.retrieve(forest, "tyre"))[0][0] == TYRE
     again = operations.index(forest, semantic=True)["semantic"]
     assert (again["embedded"], again["pruned"], again["documents"]) == (1, 1, 10)
     assert semantic.stats["documents"] == before["documents"] + 1
@@ -183,6 +196,13 @@ def test_semantic_is_off_until_index_semantic(tmp_path: Path):
 
 
 # --- cheap and optional -----------------------------------------------------------------
+
+_RANKED = """
+import json, sys
+from memory_forest.retrieve import retrieve
+outcome = retrieve(sys.argv[1], sys.argv[2])
+print(json.dumps([[t["nodes"][-1]["path"], t["score"]] for t in outcome["trails"]]))
+"""
 
 _RETRIEVE = """
 import json, sys
