@@ -494,6 +494,9 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
         return None, "vectors_unreadable"
     if store.vectors_meta(con, ENABLED_KEY, "vec") != "1":
         return None, "semantic_off"
+    # numpy comes with the model: its BLAS need not start a thread per core for one
+    # matrix-vector product (and a busy machine's cores are not free anyway).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(QUERY_THREADS))
     try:
         embedder = model(store.vectors_meta(con, MODEL_STAMP_KEY, "vec"), QUERY_THREADS)
     except ForestError as exc:
