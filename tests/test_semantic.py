@@ -114,6 +114,9 @@ def test_chunks_are_paragraphs_packed_to_five_lines():
     assert pieces[0] == "Title\none\ntwo\nthree"
     assert [len(piece.splitlines()) - 1 for piece in pieces] == [3, 5, 5, 2]
     assert semantic.chunks("Only a title", "") == ["Only a title"]
+    long = semantic.chunks("T", " ".join(["word"] * 1000))  # one 5,000-character line
+    assert all(len(piece) <= semantic.MAX_CHUNK_CHARS for piece in long)
+    assert sum(piece.count("word") for piece in long) == 1000  # nothing dropped
 
 
 # --- derived, incremental, resumable ---------------------------------------------------
