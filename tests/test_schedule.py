@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import console_script
+from conftest import console_script, raises_code
 
 from memory_forest import cli, operations, schedule
 from memory_forest.errors import ForestError
@@ -336,3 +336,20 @@ def test_console_script_defaults_to_its_own_absolute_path(forest: Path) -> None:
     outcome = json.loads(done.stdout)
     assert outcome["bin"] == str(program)
     assert outcome["command"][0] == str(program)
+
+
+def test_a_scheduled_run_can_embed_within_a_budget(forest: Path) -> None:
+    """The budget travels to every format as maintain's own option, after the others."""
+    for scheduler in schedule.SCHEDULERS:
+        outcome = schedule.print_entry(scheduler, forest, console_script(),
+                                       semantic_budget="2m")
+        assert outcome["command"][-2:] == ["--semantic-budget", "2m"]
+        service_texts = [entry["text"] for entry in outcome["entries"]
+                         if not entry["name"].endswith(".timer")]
+        assert all("--semantic-budget" in text for text in service_texts)
+
+
+def test_a_bad_budget_never_reaches_the_scheduler(forest: Path) -> None:
+    raises_code(lambda: schedule.print_entry("cron", forest, console_script(),
+                                             semantic_budget="forever"),
+                "semantic_budget_invalid")

@@ -103,12 +103,15 @@ def print_entry(
     log: str | os.PathLike[str] | None = None,
     consolidate: bool = False,
     sync: bool = False,
+    semantic_budget: str | None = None,
 ) -> dict[str, Any]:
     """Return a ready-to-install entry for ``scheduler`` with absolute paths filled in.
 
     ``consolidate`` adds ``--consolidate`` to the scheduled ``maintain``: each run then
     makes a consolidation proposal for review (it never accepts one); ``sync`` adds
-    ``--sync``: each run then ends with a sync through git.
+    ``--sync``: each run then ends with a sync through git; ``semantic_budget`` adds
+    ``--semantic-budget TIME``: each run then embeds what has no vectors yet, for at most
+    that long (checked here, so a bad budget never reaches the scheduler).
 
     ``root`` (default: the default root, see ``userconfig``) is made absolute
     and must be a real directory (a symlink root is refused). ``bin_path``
@@ -135,6 +138,11 @@ def print_entry(
         _check_value(name, value)
     options = [flag for step, flag in MAINTAIN_STEPS.items()
                if {"consolidate": consolidate, "sync": sync}[step]]
+    if semantic_budget is not None:
+        from .maintain import parse_budget
+
+        parse_budget(semantic_budget)
+        options += ["--semantic-budget", semantic_budget.strip()]
     entries = [
         {
             "name": template.name,

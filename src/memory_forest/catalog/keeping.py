@@ -158,7 +158,10 @@ OPERATIONS = (
                       "review (maintain --consolidate); it never accepts one.",
                       flags=("--consolidate",)),
                 Param("sync", FLAG, "Each run also syncs the forest through git "
-                      "(maintain --sync).", flags=("--sync",))),
+                      "(maintain --sync).", flags=("--sync",)),
+                Param("semantic_budget", TEXT, "Each run also embeds what has no vectors yet, "
+                      "for at most this long (maintain --semantic-budget TIME).",
+                      flags=("--semantic-budget",), metavar="TIME")),
         command=("schedule", "print"), forest=False, render="schedule_print"),
 )
 
