@@ -6,7 +6,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from forestkit import canonical_state, write_doc
+from forestkit import canonical_state, write_doc, write_file
 
 from memory_forest import operations
 from memory_forest.errors import ForestError
@@ -153,3 +153,19 @@ def test_init_can_create_the_inbox_and_remember_files_into_it(tmp_path):
     example = operations.init(tmp_path / "example", example=True, inbox=True)
     assert "03 mtm/inbox/inbox.md" in example["files"]
     assert operations.audit(tmp_path / "example")["summary"]["errors"] == 0
+
+
+def test_a_conflict_copy_is_never_a_destination(indexed):
+    """The copies sync files of a branch and a leaf both machines changed await review:
+    a fact about them goes to the original branch, never under or into a copy."""
+    tag = "-conflict-alpha-20261203T101500Z"
+    for original in (FERMENTATION, KIMCHI):
+        text = (indexed / original).read_text(encoding="utf-8")
+        copy = original[:-3] + tag + ".md"
+        write_file(indexed, copy, text.replace('id: "', 'id: "copy-', 1).encode("utf-8"))
+    operations.index(indexed)
+    where = placed(indexed, "Kimchi batch 8 started with less salt and more napa cabbage.")
+    assert where.reason["rule"] == "confident", where.reason
+    assert where.reason["branch"] == FERMENTATION and tag not in str(where.reason)
+    kept = placed(indexed, "Kimchi batch 7 needs more salt.", append=True)
+    assert kept.action == "append" and kept.path == KIMCHI

@@ -13,6 +13,7 @@ from memory_forest.routes import (
     MAX_SEGMENT,
     casefold_key,
     check_segment,
+    children_prefix,
     link_target,
     parse_route,
     segment_problem,
@@ -216,3 +217,29 @@ def test_any_text_gives_a_route_or_a_route_code(path: str) -> None:
     else:
         assert route.path == path
         assert ".." not in path.split("/")
+
+
+@pytest.mark.parametrize("path, layer", [
+    ("01 xltm/XLTM-conflict-alpha-20261203T101500Z.md", "xltm"),
+    ("01 xltm/XLTM-conflict-alpha-20261203T101500Z-conflict-beta-20261204T080000Z.md", "xltm"),
+    ("02 ltm/garden_LTM-conflict-alpha-20261203T101500Z.md", "ltm"),
+    ("05 daily/2026-12-01-conflict-alpha-20261203T101500Z.md", "daily"),
+])
+def test_a_conflict_copy_parses_in_its_originals_layer_and_owns_nothing(path, layer) -> None:
+    route = parse_route(path)
+    assert route.layer.key == layer
+    assert children_prefix(path) is None
+    if layer == "ltm":
+        assert route.tree == "garden" and route.parent_path == "01 xltm/XLTM.md"
+
+
+@pytest.mark.parametrize("path", [
+    "01 xltm/XLTM-conflict-alpha.md",  # no time
+    "01 xltm/Other-conflict-alpha-20261203T101500Z.md",
+    "02 ltm/garden-conflict-alpha-20261203T101500Z.md",  # the original is no tree
+    "02 ltm/_LTM-conflict-alpha-20261203T101500Z.md",
+    "05 daily/2026-02-30-conflict-alpha-20261203T101500Z.md",
+    "01 xltm/-conflict-alpha-20261203T101500Z.md",
+])
+def test_a_name_that_only_looks_like_a_copy_stays_a_bad_shape(path) -> None:
+    raises_code(lambda: parse_route(path), "route_bad_shape")

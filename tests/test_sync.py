@@ -257,26 +257,6 @@ def test_a_leaf_changed_on_both_sides_keeps_both_versions(pair, monkeypatch) -> 
                for node in trail["nodes"]), found_copy
 
 
-def test_one_daily_entry_changed_two_ways_is_undone_not_marked(pair) -> None:
-    _, a, b = pair
-    day = "05 daily/2026-12-01.md"
-    text = ('---\nid: "daily-2026-12-01"\ntitle: "Daily 2026-12-01"\nstatus: "active"\n---\n'
-            "# Daily 2026-12-01\n\n## d-first\n\n{}\n")
-    write_file(a, day, text.format("The day began.").encode())
-    sync(a)
-    sync(b)
-    write_file(a, day, text.format("The day began with rain.").encode())
-    write_file(b, day, text.format("The day began with sun.").encode())
-    sync(b)
-    ours = (a / day).read_bytes()
-    error = raises_code(lambda: sync(a), "sync_conflict")
-    assert day in error.details["paths"]
-    assert (a / day).read_bytes() == ours
-    assert not any(b"<<<<<<<" in data for data in canonical(a).values())
-    assert not (a / ".git" / "MERGE_HEAD").exists()
-    assert operations.validate(a)["ok"]
-
-
 def test_dry_run_changes_nothing(pair, monkeypatch) -> None:
     remote, a, b = pair
     remember(b, content="The rain barrel holds 200 litres.", title="Rain barrel")
@@ -303,7 +283,8 @@ def test_dry_run_without_a_repository_creates_none(tmp_path: Path) -> None:
     assert shown["created"] and ".memory-forest/forest.json" in shown["would_commit"]
     assert ".memory-forest/index.sqlite3" not in shown["would_commit"]
     assert not (root / ".git").exists()
-    raises_code(lambda: sync(root), "sync_no_repository")
+    local = sync(root, dry_run=True)
+    assert local["created"] and local["remote"] is None and not (root / ".git").exists()
 
 
 @pytest.mark.parametrize("step", ["sync_committed", "sync_merged"])
@@ -413,7 +394,7 @@ def test_init_adds_a_remote_to_an_existing_repository(tmp_path: Path) -> None:
     operations.init(root)
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(root, "init", "-q")
-    raises_code(lambda: sync(root), "sync_remote_missing")
+    raises_code(lambda: sync(root, remote="upstream"), "sync_remote_missing")
     shown = sync(root, init=os.fspath(remote), dry_run=True)
     assert shown["incoming"] is None and "origin" not in git(root, "remote")
     done = sync(root, init=os.fspath(remote))

@@ -256,6 +256,9 @@ def _daily_sources(body: str) -> list[str]:
 
 _DAILY_NAME = re.compile(r"05 daily/(?:.*/)?(\d{4}-\d{2}-\d{2})\.md$")
 _H2 = re.compile(r" {0,3}##[ \t]")
+# Lines of a Daily entry that say what it is, not what happened: its provenance, and the
+# marker of an entry sync kept as the other machine's version of one (mergedriver.CONFLICT_OF).
+_ENTRY_MARKERS = ("Sources: ", "Conflict of: ")
 
 
 def _daily_entries(path: str, body: str, anchors: list[str]) -> list[Fragment]:
@@ -264,8 +267,9 @@ def _daily_entries(path: str, body: str, anchors: list[str]) -> list[Fragment]:
 
     Sections are cut at the headings the scan found, in their order, so a
     ``## `` line inside a code block (not a heading to the scan) never cuts one.
-    An entry's ``Sources:`` line is provenance, not what it says: it is left
-    out of the entry's text.
+    An entry's ``Sources:`` line is provenance, not what it says, and a
+    ``Conflict of:`` line marks the other machine's version of an entry that
+    ``sync`` kept beside ours: both are left out of the entry's text.
     """
     if not anchors:
         return []
@@ -284,7 +288,7 @@ def _daily_entries(path: str, body: str, anchors: list[str]) -> list[Fragment]:
                     found.append(Fragment("entry", anchor, observed, "\n".join(lines).strip()))
                 anchor, lines, expected = expected, [], next(wanted, None)
                 continue
-        if anchor is not None and not line.startswith("Sources: "):
+        if anchor is not None and not line.startswith(_ENTRY_MARKERS):
             lines.append(line)
     if anchor:
         found.append(Fragment("entry", anchor, observed, "\n".join(lines).strip()))

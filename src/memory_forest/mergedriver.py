@@ -13,15 +13,18 @@ two. Git's own line merge would instead write conflict markers into the file.
 
 An entry id present on both sides with different text, or a side that is not
 a Daily record this can read, is a real conflict: the driver exits 1 and
-leaves ours untouched, so ``sync`` aborts the merge (no marker ever lands).
+leaves ours untouched (no marker ever lands); ``sync`` then keeps both
+versions of the entry in the record (``daily_conflict_entries``), or files
+theirs as a conflict copy when a side cannot be read as entries.
 
 ``record``: two machines that each filed a fact under the same parent have
 each added a line to its child list and moved its ``updated``; git's line
 merge sees both as a conflict. The driver sets ``updated`` to the later of
 the two on all three versions, takes the child links theirs added out of
 theirs, lets ``git merge-file`` merge the rest (a change to the same lines on
-both sides is still a conflict: exit 1), then files theirs' new links in
-ours' child list. Nothing else is merged by hand.
+both sides is still a conflict: exit 1, and ``sync`` files theirs as a
+conflict copy), then files theirs' new links in ours' child list. Nothing
+else is merged by hand.
 
 Run as ``python -m memory_forest.mergedriver daily|record BASE OURS THEIRS``
 (git's ``%O %A %B``); the result replaces OURS.
@@ -33,12 +36,32 @@ import re
 import sys
 
 DRIVERS = {"daily": "memory-forest-daily", "record": "memory-forest-record"}
+# The marker line of a Daily entry ``sync`` kept as the other side's version of an entry.
+CONFLICT_OF = "Conflict of: "
 _CHILD = re.compile(r"^- \[\[([^|\]\n]+)\|([^\]\n]*)\]\]\s*$")
 _UPDATED = re.compile(r'^updated: .*$', re.MULTILINE)
 
 
 def merge(ours: str, theirs: str) -> str | None:
     """The merged text, or None when the two sides truly conflict."""
+    merged = _merge_entries(ours, theirs, None)
+    return None if merged is None else merged[0]
+
+
+def daily_conflict_entries(ours: str, theirs: str, tag: str) -> tuple[str, list[str]] | None:
+    """Both sides' entries in one Daily record, an entry changed two ways kept twice.
+
+    What ``sync`` does with a record the driver refused: ours' entry stays as
+    it is; theirs follows it as ``## <entry_id><tag>`` (``tag``:
+    ``-conflict-<host>-<time>``) with a ``Conflict of: <entry_id>`` line, which
+    the Daily parser reads as a marker, not as the entry's text. Returns the
+    text and the conflict entries' ids; None when a side is not a list of entries.
+    """
+    return _merge_entries(ours, theirs, tag)
+
+
+def _merge_entries(ours: str, theirs: str, tag: str | None
+                   ) -> tuple[str, list[str]] | None:
     from .writers.markdown import body_of, edit_frontmatter, headings, metadata, replace_body
 
     head_ours, sections_ours = _sections(body_of(ours), headings)
@@ -46,18 +69,25 @@ def merge(ours: str, theirs: str) -> str | None:
     if sections_ours is None or sections_theirs is None:
         return None
     merged = dict(sections_ours)
+    beside: dict[str, str] = {}  # an entry of ours -> theirs' version of it, right after it
     for entry_id, text in sections_theirs.items():
         if entry_id not in merged:
             merged[entry_id] = text
         elif merged[entry_id].strip() != text.strip():
-            return None
-    body = "\n\n".join([head_ours.strip("\n"), *(text.strip("\n") for text in merged.values())])
+            if tag is None:
+                return None
+            rest = text.split("\n", 1)[1] if "\n" in text else ""
+            beside[entry_id] = f"## {entry_id}{tag}\n\n{CONFLICT_OF}{entry_id}\n{rest}"
+    sections = [part for entry_id, text in merged.items()
+                for part in (text, beside.get(entry_id)) if part is not None]
+    conflicts = [f"{entry_id}{tag}" for entry_id in beside]
+    body = "\n\n".join([head_ours.strip("\n"), *(text.strip("\n") for text in sections)])
     result = replace_body(ours, body + "\n")
     later = max(str(metadata(ours).get("updated") or ""), str(metadata(theirs).get("updated")
                                                               or ""))
     if later and later != str(metadata(ours).get("updated") or ""):
         result = edit_frontmatter(result, {"updated": later})
-    return result
+    return result, conflicts
 
 
 def _sections(body: str, headings) -> tuple[str, dict[str, str] | None]:

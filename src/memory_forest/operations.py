@@ -239,7 +239,8 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
                 if route:
                     counts[route.layer.dirname] = counts.get(route.layer.dirname, 0) + 1
             report["counts"] = counts
-            report["conflict_copies"] = _conflict_copies(listing.files)
+            report["conflict_copies"] = _conflict_copies(root, listing.files,
+                                                         config.limits["max_file_bytes"])
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
                               "bytes": listing.total_bytes, "issues": len(listing.issues),
                               "ignored": listing.ignored}
@@ -253,11 +254,34 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     return report
 
 
-def _conflict_copies(files) -> list[str]:
-    """The conflict copies ``sync`` filed beside a record both machines changed (at most 50)."""
-    from .routes import CONFLICT_COPY
+def _conflict_copies(root: Path, files, max_bytes: int) -> list[str]:
+    """What ``sync`` kept both ways (at most 50): the conflict copies filed beside a record
+    both machines changed, and the conflict entries in Daily records (``<path>#<entry>``).
 
-    return [entry.path for entry in files if CONFLICT_COPY.search(entry.path)][:50]
+    Only Daily records are read, one per day of the forest, and only the ones that
+    hold the tag are parsed.
+    """
+    from .routes import CONFLICT_COPY, CONFLICT_TAG
+    from .safety import read_regular
+
+    found = []
+    for entry in files:
+        if CONFLICT_COPY.search(entry.path):
+            found.append(entry.path)
+        elif entry.path.startswith("05 daily/") and entry.path.endswith(".md"):
+            try:
+                data = read_regular(root, entry.path, max_bytes)
+            except ForestError:
+                continue  # validate reports it
+            if b"-conflict-" not in data:
+                continue
+            for line in data.decode("utf-8", "replace").split("\n"):
+                title = line[3:].strip() if line.startswith("## ") else ""
+                if CONFLICT_TAG.search(title):
+                    found.append(f"{entry.path}#{title}")
+        if len(found) >= 50:
+            break
+    return found[:50]
 
 
 def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]:

@@ -14,7 +14,9 @@ remember files a fact"):
    and proximity bonuses of ``ranking.evidence``) votes for its branch; a
    branch scores its own evidence plus that of its best leaf. Branches in
    the inbox tree, inactive branches and branches missing from the index
-   are never candidates.
+   are never candidates, and a conflict copy ``sync`` filed (a version
+   awaiting review) neither votes nor is voted for: nothing is filed under
+   or appended to one, so a copy never becomes an owner.
 3. The best branch is a confident placement when its subtree (the branch
    and its active leaves) holds at least ``MIN_MATCHED`` of the fact's terms
    (all of them for a shorter fact) and at least ``MIN_COVERAGE`` of them,
@@ -42,7 +44,7 @@ from typing import Any, Literal
 from . import store
 from .forest import Forest
 from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
-from .routes import children_prefix, mtm_path, stm_path
+from .routes import CONFLICT_COPY, children_prefix, mtm_path, stm_path
 from .text import query_terms
 
 INBOX_TREE = "inbox"
@@ -145,7 +147,7 @@ def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
     for path, (row, score) in evidence(con, terms, CANDIDATE_DEPTH).items():
         parts = path.split("/")
         if row.status in INACTIVE or parts[0] not in ("03 mtm", "04 stm") \
-                or parts[1] == INBOX_TREE:
+                or parts[1] == INBOX_TREE or CONFLICT_COPY.search(path):
             continue
         tree, branch = parts[1], parts[2].removesuffix(".md")
         owner = found.setdefault(mtm_path(tree, branch), _Branch(tree, branch,

@@ -533,13 +533,27 @@ def _sync(outcome: dict[str, Any]) -> None:
     if pulled.get("commits"):
         _out.print(f"pulled {pulled['commits']} commit(s), {pulled['files']} file(s)")
     for conflict in outcome.get("conflicts", []):
-        _out.print(f"[yellow]conflict[/] {_escape(conflict['path'])} kept; theirs is "
-                   f"{_escape(conflict['copy'])}")
+        _out.print(f"[yellow]conflict[/] {_escape(conflict['path'])}: {_conflict_note(conflict)}")
     errors = (outcome.get("checks") or {}).get("errors") or []
     for issue in errors[:MAX_LISTED_ISSUES]:
         _out.print(f"[red]error[/] {_escape(issue['path'])}: {_escape(issue['code'])}")
     pushed = "pushed" if outcome.get("pushed") else "nothing to push"
+    if outcome.get("remote") is None:
+        pushed = "no remote to push to ('memory-forest sync ROOT --init URL' adds one)"
     _out.print(f"sync [green]ok[/]: {pushed} ({outcome['seconds']} s)")
+
+
+def _conflict_note(conflict: dict[str, Any]) -> str:
+    kind = conflict.get("kind")
+    if kind == "copy":
+        return f"ours kept; theirs is {_escape(conflict['copy'])}"
+    if kind == "entries":
+        return "theirs kept as " + _escape(", ".join(conflict["entries"]))
+    if kind == "kept_changed":
+        return f"deleted by {conflict['deleted_by']}; the changed version ({conflict['kept']}) kept"
+    if kind == "kept_ours":
+        return f"ours kept; theirs is git blob {conflict['theirs_blob']}"
+    return "deleted on both sides"
 
 
 def _generic(outcome: dict[str, Any]) -> None:

@@ -185,13 +185,14 @@ def _stem(filename: str, layer: Layer, path: str) -> str:
 def _shape(path: str, layer: Layer, seg: list[str]) -> Route:
     key = layer.key
     if key == "xltm":
-        if seg != ["XLTM"]:
+        if len(seg) != 1 or conflict_original(seg[0]) != "XLTM":
             raise _err("route_bad_shape", "the only XLTM document is '01 xltm/XLTM.md'", path)
         return Route(path, layer)
     if key == "ltm":
-        if len(seg) != 1 or not seg[0].endswith(LTM_SUFFIX) or seg[0] == LTM_SUFFIX:
+        stem = conflict_original(seg[0]) if len(seg) == 1 else ""
+        if not stem.endswith(LTM_SUFFIX) or stem == LTM_SUFFIX:
             raise _err("route_bad_shape", "LTM documents are '02 ltm/<tree>_LTM.md'", path)
-        return Route(path, layer, tree=seg[0][: -len(LTM_SUFFIX)])
+        return Route(path, layer, tree=stem[: -len(LTM_SUFFIX)])
     if key == "mtm":
         if len(seg) != 2:
             raise _err("route_bad_shape", "MTM documents are '03 mtm/<tree>/<branch>.md'", path)
@@ -204,7 +205,7 @@ def _shape(path: str, layer: Layer, seg: list[str]) -> Route:
         return Route(path, layer, tree=seg[0], branch=seg[1], leaf=seg[2])
     if len(seg) != 1:
         raise _err("route_bad_shape", f"'{layer.dirname}' holds files only, no folders", path)
-    if key == "daily" and not _is_date(seg[0]):
+    if key == "daily" and not _is_date(conflict_original(seg[0])):
         raise _err("route_bad_shape", "Daily documents are '05 daily/YYYY-MM-DD.md'", path)
     if key == "istm" and seg[0] != "events" and not _is_istm_day(seg[0]):
         raise _err("route_bad_shape", "ISTM files are 'events.jsonl', 'YYYY-MM-DD.jsonl' or "
@@ -261,3 +262,17 @@ def casefold_key(path: str) -> str:
 # The name sync gives the other side's version of a record both machines changed:
 # ``<name>-conflict-<host>-<UTC time>.md`` beside ours (docs/sync.md).
 CONFLICT_COPY = re.compile(r"-conflict-[a-z0-9-]+-[0-9]{8}T[0-9]{6}Z\.md$")
+CONFLICT_TAG = re.compile(r"-conflict-[a-z0-9-]+-[0-9]{8}T[0-9]{6}Z$")
+
+
+def conflict_original(stem: str) -> str:
+    """The stem of the record a conflict copy's stem is a copy of; other stems unchanged.
+
+    A copy of the root map, a tree or a Daily record keeps the shape of its
+    original's name with the tag after it, so it parses as a document of the
+    same layer: never an owner, as the owner of a path is derived from the
+    path (``parent_of``) and no path derives to a copy.
+    """
+    while (found := CONFLICT_TAG.search(stem)) and found.start():
+        stem = stem[:found.start()]  # a copy of a copy: the original's shape is under both
+    return stem

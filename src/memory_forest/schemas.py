@@ -186,7 +186,10 @@ class StatusResult(Result):
     documents: int
     conflict_copies: list[str] = Field([], description="Records 'sync' kept twice: each copy "
                                        "holds the other machine's version of the record its "
-                                       "'conflict_of' names; supersede or delete one.")
+                                       "'conflict_of' names, and each Daily conflict entry "
+                                       "('<path>#<entry_id>-conflict-...') the other version "
+                                       "of the entry its 'Conflict of:' line names; "
+                                       "supersede or delete one.")
     config: str
     versions: dict[str, str | None]
     next_step: str | None
@@ -214,7 +217,8 @@ class SecretFinding(BaseModel):
 class SyncResult(Result):
     """What one ``sync`` did; ``nothing_to_do`` true means it stopped after the fetch."""
 
-    remote: str
+    remote: str | None = Field(description="The remote synced with; null in a repository "
+                               "that has none yet (committed locally, nothing pushed).")
     branch: str | None = None
     dry_run: bool
     created: bool = Field(description="This run created the repository.")
@@ -226,8 +230,13 @@ class SyncResult(Result):
     committed: SyncCommit | None = None
     pulled: SyncPaths | None = None
     secrets: list[SecretFinding] = []
-    conflicts: list[dict[str, str]] = Field([], description="Records both sides changed: "
-                                            "'path' kept ours, 'copy' holds theirs.")
+    conflicts: list[dict[str, Any]] = Field([], description="Paths the merge kept both ways, "
+                                            "by 'kind': 'copy' ('path' kept ours, 'copy' holds "
+                                            "theirs), 'entries' (a Daily record holds theirs as "
+                                            "the conflict 'entries'), 'kept_changed' (deleted "
+                                            "on one side, changed on the other: the changed "
+                                            "one, 'kept', stays), 'kept_ours' (config: theirs "
+                                            "is 'theirs_blob' in git), 'deleted'.")
     created_dirs: list[str] = Field([], description="Layer directories (and .memory-forest/) "
                                     "git could not carry, created empty.")
     modes: dict[str, Any] | None = None

@@ -10,17 +10,25 @@ clone wrote, git's files included; validate and audit (findings are reported,
 one file's problem never fails the sync); bring the index up to date; push;
 release the lock.
 
-A branch or leaf both sides changed in the same lines is kept twice: ours
-in place, theirs beside it as a conflict copy (``conflict_of:`` names the
-original). Any other conflict aborts the merge before anything else happens:
-the sync fails with ``sync_conflict`` and the paths, the forest exactly as it
-was before. Either way no conflict marker ever lands in a canonical file.
+A forest with no repository gets one; a repository with no remote commits
+locally and pushes nothing (``remote: null``). ``--init URL`` on a forest with
+a history of its own joins the two histories (the second machine that already
+had a forest).
+
+No conflict marker ever lands in a canonical file, and neither side's bytes
+are lost: a record both sides changed in the same lines is kept twice (ours
+in place, theirs beside it as a conflict copy whose ``conflict_of:`` names the
+original), a Daily entry changed two ways twice in its record, a file deleted
+on one side keeps the changed version, the config keeps ours. Only a path that
+cannot be kept both ways (a symlink, a file against a folder) aborts the
+merge: ``sync_conflict`` with the paths, the forest exactly as it was before.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import stat
 import sys
@@ -32,10 +40,18 @@ from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest
 from .gitrepo import Repo
+from .layers import LTM_SUFFIX
+from .statefiles import CONFIG, state_rel
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
-# A conflict copy's file name, as ``conflict_copy_path`` makes it (``status`` lists them).
+# The files sync itself writes at the root: git's, not memory.
+SYNC_FILES = (".gitignore", ".gitattributes")
+# Both sides changed one of these: ours is kept, theirs reported (config, not memory).
+CONFIG_PATHS = frozenset({*SYNC_FILES, state_rel(CONFIG)})
+# What git stores as a plain file (a symlink is 120000, a submodule 160000).
+REGULAR_MODES = frozenset({"100644", "100755"})
+DAILY_RECORD = re.compile(r"05 daily/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md")
 MAX_SCAN_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 200
 
@@ -75,7 +91,7 @@ def sync(forest: Forest | str | Path, remote: str | None = None, init: str | Non
     root = handle.root
     gitrepo.executable()  # git_missing before anything else happens
     with lock.held(root, "sync", wait=wait):
-        outcome = _Sync(root, name, dry_run, allow_secrets).run(init)
+        outcome = _Sync(root, name, dry_run, allow_secrets, named=remote is not None).run(init)
     handle.forget_index()  # a clone's first sync builds the index the handle may hold open
     outcome["seconds"] = round(time.perf_counter() - started, 3)
     return result("sync", **outcome)
@@ -86,12 +102,14 @@ def under_lock(root: Path, remote: str | None = None) -> dict[str, Any]:
     from . import gitrepo
 
     gitrepo.executable()
-    return _Sync(root, remote or DEFAULT_REMOTE, False, False).run(None)
+    return _Sync(root, remote or DEFAULT_REMOTE, False, False,
+                 named=remote is not None).run(None)
 
 
 class _Sync:
-    def __init__(self, root: Path, remote: str, dry_run: bool, allow_secrets: bool) -> None:
-        self.root, self.remote = root, remote
+    def __init__(self, root: Path, remote: str, dry_run: bool, allow_secrets: bool,
+                 named: bool = False) -> None:
+        self.root, self.remote, self.named = root, remote, named
         self.dry_run, self.allow_secrets = dry_run, allow_secrets
         self.repo = Repo(root)
         self.out: dict[str, Any] = {"remote": remote, "dry_run": dry_run, "created": False}
@@ -104,12 +122,9 @@ class _Sync:
             recovered = journal.recover(self.root)
             out["recovered"] = recovered["action"] if recovered else None
         if not repo.exists():
-            if init is None:
-                raise ForestError("sync_no_repository", "this forest has no git repository "
-                                  "yet; run 'memory-forest sync ROOT --init URL' once",
-                                  exit_code=2)
             if self.dry_run:
-                return {**out, "created": True, "nothing_to_do": False,
+                return {**out, "remote": self.remote if init is not None else None,
+                        "created": True, "nothing_to_do": False,
                         "would_commit": self._would_commit_all(), "incoming": None}
             repo.init()
             out["created"] = True
@@ -118,10 +133,15 @@ class _Sync:
             if self.dry_run and self.remote not in repo.remotes():
                 return {**out, "nothing_to_do": False, "would_commit": self._changes(),
                         "incoming": None}  # the remote would be added: nothing to fetch yet
-        if self.remote not in repo.remotes():
-            raise ForestError("sync_remote_missing", "the repository has no remote of this name; "
-                              "add one with 'memory-forest sync ROOT --init URL'",
-                              {"remote": self.remote}, exit_code=2)
+        remotes = repo.remotes()
+        if self.remote not in remotes:
+            if self.named or remotes:
+                raise ForestError("sync_remote_missing", "the repository has no remote of this "
+                                  "name; add one with 'memory-forest sync ROOT --init URL', or "
+                                  "name one of its remotes with --remote",
+                                  {"remote": self.remote, "remotes": remotes[:20]},
+                                  exit_code=2)
+            return self._without_remote()
         if not self.dry_run:
             if (self.root / ".git" / "MERGE_HEAD").exists():
                 # a sync killed inside git's merge: local work is committed, so undoing
@@ -131,39 +151,77 @@ class _Sync:
         self._fetch()
         branch = self._branch()
         out["branch"] = branch
+        # Joining histories that share no commit is what --init asks for, and what a forest
+        # that never committed asks for when it meets a remote with history.
+        join = init is not None
         if not self.dry_run and not repo.has_commit() and repo.has_commit(
                 self._tracking(branch)):
-            # a clone of a remote whose HEAD names another branch, or a new repository
-            # over a remote that has history: start from the remote's history
-            repo.run("checkout", "-q", "-B", branch, self._tracking(branch))
+            if set(self._changes()) <= set(SYNC_FILES):
+                # a clone of a remote whose HEAD names another branch: start from the
+                # remote's history (sync's own two files are written again below)
+                repo.run("checkout", "-f", "-q", "-B", branch, self._tracking(branch))
+                self._set_up()
+            else:
+                join = True  # a forest of its own: its first commit, then the two merge
         changes = self._changes()
         findings = self._secrets(changes)
         if self.dry_run:
             return {**out, "would_commit": changes, "secrets": findings,
                     "incoming": self._incoming(branch), "nothing_to_do": False}
+        self._refuse_secrets(findings)
+        out["committed"] = self._commit(changes) if changes else None
+        crash_point("sync_committed")
+        before = repo.rev("HEAD")
+        pulled = self._merge(branch, join)
+        crash_point("sync_merged")
+        changed = repo.lines_z("diff", "--name-only", "-z", before, "HEAD") if pulled else []
+        out["pulled"] = {"commits": pulled, "files": len(changed), "paths": changed[:MAX_LISTED]}
+        if not changes and not pulled and _index_exists(self.root) and not out["created"] \
+                and not self._ahead(branch):
+            return {**out, "nothing_to_do": True, "pushed": False}
+        self._settle()
+        out["pushed"] = self._push(branch)
+        out["nothing_to_do"] = False
+        return out
+
+    def _without_remote(self) -> dict[str, Any]:
+        """A repository with no remote at all: commit, check and index; nothing to push.
+
+        Only the changes are scanned for credentials: what is committed was
+        scanned when it was, and the first push scans every file again.
+        """
+        out = self.out
+        out.update(remote=None, branch=None, pulled=None)
+        if not self.dry_run:
+            self._set_up()
+        changes = self._changes()
+        findings = self._secrets(changes, unpushed=False)
+        if self.dry_run:
+            return {**out, "would_commit": changes, "secrets": findings, "incoming": None,
+                    "nothing_to_do": False}
+        self._refuse_secrets(findings)
+        out["committed"] = self._commit(changes) if changes else None
+        if not changes and _index_exists(self.root) and not out["created"]:
+            return {**out, "nothing_to_do": True, "pushed": False}
+        self._settle()
+        out.update(pushed=False, nothing_to_do=False)
+        return out
+
+    def _refuse_secrets(self, findings: list[dict[str, Any]]) -> None:
         if findings and not self.allow_secrets:
             raise ForestError("secrets_found", "credential-shaped text in what sync would "
                               "commit; remove it (or pass --allow-secrets); nothing was "
                               "committed or pushed", {"findings": findings[:MAX_LISTED]})
-        out["secrets"] = findings
-        out["committed"] = self._commit(changes) if changes else None
-        crash_point("sync_committed")
-        before = repo.rev("HEAD")
-        pulled = self._merge(branch)
-        crash_point("sync_merged")
-        changed = repo.lines_z("diff", "--name-only", "-z", before, "HEAD") if pulled else []
-        out["pulled"] = {"commits": pulled, "files": len(changed), "paths": changed[:MAX_LISTED]}
-        fresh_index = not _index_exists(self.root)
-        if not changes and not pulled and not fresh_index and not out["created"] \
-                and not self._ahead(branch):
-            return {**out, "nothing_to_do": True, "pushed": False}
+        self.out["secrets"] = findings
+
+    def _settle(self) -> None:
+        """After a commit or a merge: the directories git cannot carry, private modes,
+        the checks and the index."""
+        out = self.out
         out["created_dirs"] = _missing_dirs(self.root)
         out["modes"] = restore_modes(self.root)
         out["checks"] = self._check()
         out["index"] = self._index()
-        out["pushed"] = self._push(branch)
-        out["nothing_to_do"] = False
-        return out
 
     # --- the repository ---------------------------------------------------------------------
 
@@ -186,7 +244,7 @@ class _Sync:
         """
         from .safety import write_private
 
-        for name, text in ((".gitignore", gitignore()), (".gitattributes", GITATTRIBUTES)):
+        for name, text in zip(SYNC_FILES, (gitignore(), GITATTRIBUTES), strict=True):
             path = self.root / name
             if os.path.islink(path):
                 raise ForestError("symlink", f"{name} is a symlink; sync never follows one",
@@ -220,13 +278,13 @@ class _Sync:
             entry.path for entry in listing.files
             if not entry.path.startswith(STATE_DIR + "/") or entry.path == state_rel(CONFIG))]
 
-    def _secrets(self, paths: list[str]) -> list[dict[str, Any]]:
+    def _secrets(self, paths: list[str], unpushed: bool = True) -> list[dict[str, Any]]:
         """The credential rules over each file that would leave the machine: the changes,
         and what local commits hold that the remote has not seen."""
         from .credentials import line_findings
         from .safety import read_regular
 
-        pending = set(paths) | set(self._unpushed())
+        pending = set(paths) | (set(self._unpushed()) if unpushed else set())
         findings = []
         for rel in sorted(pending):
             try:
@@ -288,15 +346,20 @@ class _Sync:
             return {"commits": int(repo.out("rev-list", "--count", theirs)),
                     "files": len(paths), "paths": paths[:MAX_LISTED]}
         commits = int(repo.out("rev-list", "--count", f"HEAD..{theirs}"))
-        paths = repo.lines_z("diff", "--name-only", "-z", f"HEAD...{theirs}") if commits else []
+        if commits and not self._related(theirs):  # two forests to join: all of theirs comes
+            paths = repo.lines_z("ls-tree", "-r", "--name-only", "-z", theirs)
+        else:
+            paths = repo.lines_z("diff", "--name-only", "-z", f"HEAD...{theirs}") if commits \
+                else []
         return {"commits": commits, "files": len(paths), "paths": paths[:MAX_LISTED]}
 
-    def _merge(self, branch: str) -> int:
+    def _merge(self, branch: str, join: bool) -> int:
         """Merge the remote branch; the number of commits it brought.
 
-        A Markdown record both sides changed in the same lines is kept twice:
-        ours in place, theirs as a conflict copy beside it (``conflict_copy``),
-        and the merge is concluded. Any other conflict undoes the merge.
+        What git cannot merge is kept both ways (``_keep_both``) and the
+        merge is concluded; only a path that cannot be kept both ways undoes it.
+        Histories with no common commit are merged only when ``join`` (two
+        forests created apart, on purpose), never by accident.
         """
         repo, theirs = self.repo, self._tracking(branch)
         if not repo.has_commit(theirs):
@@ -304,55 +367,149 @@ class _Sync:
         commits = int(repo.out("rev-list", "--count", f"HEAD..{theirs}"))
         if not commits:
             return 0
+        unrelated = not self._related(theirs)
+        if unrelated and not join:
+            raise ForestError("sync_unrelated_histories", "the remote's history shares no "
+                              "commit with this forest's; to join the two forests on purpose, "
+                              "run 'memory-forest sync ROOT --init URL' with the remote's URL",
+                              {"remote": self.remote, "branch": branch}, exit_code=2)
         message = f"memory-forest sync: merge {self.remote}/{branch}"
-        done = repo.run("merge", "--no-edit", "--no-stat", "-q", "-m", message, theirs,
-                        check=False)
+        args = ["merge", "--no-edit", "--no-stat", "-q", "-m", message]
+        done = repo.run(*args, *(["--allow-unrelated-histories"] if unrelated else []),
+                        theirs, check=False)
         if done.returncode == 0:
             return commits
-        conflicted = repo.lines_z("diff", "--name-only", "--diff-filter=U", "-z")
-        copies = self._conflict_copies(conflicted) if conflicted else None
-        if copies is None:
+        unmerged = self._unmerged()
+        kept, refused = self._keep_both(unmerged, theirs) if unmerged else ([], [])
+        if refused or not unmerged:
             repo.run("merge", "--abort", check=False)
-            if not conflicted:
+            if not unmerged:
                 raise ForestError("git_failed", f"git merge failed with exit code "
                                   f"{done.returncode}", {"command": "merge",
                                                          "exit_code": done.returncode})
-            raise ForestError("sync_conflict", "both sides changed the same file in ways "
-                              "sync cannot keep apart; the merge was undone, nothing changed; "
-                              "make the two versions agree on one side, then sync again",
-                              {"paths": conflicted[:MAX_LISTED]})
-        repo.run("commit", "-q", "--no-verify", "-m", message + " (conflict copies)")
-        self.out["conflicts"] = copies
+            raise ForestError("sync_conflict", "both sides changed a path in a way sync cannot "
+                              "keep both ways (a symlink, or a file where the other side has a "
+                              "folder); the merge was undone, nothing changed; make the two "
+                              "sides agree on one machine, then sync again",
+                              {"paths": refused[:MAX_LISTED]})
+        repo.run("commit", "-q", "--no-verify", "-m", message + " (conflicts kept both ways)")
+        self.out["conflicts"] = kept
         return commits
 
-    def _conflict_copies(self, conflicted: list[str]) -> list[dict[str, str]] | None:
-        """Ours in place and theirs filed beside it, for every conflicted path; None (and
-        nothing written) when one of them is not a branch or leaf both sides still have."""
+    def _related(self, theirs: str) -> bool:
+        return self.repo.run("merge-base", "HEAD", theirs, check=False).returncode == 0
+
+    def _unmerged(self) -> dict[str, dict[int, tuple[str, str]]]:
+        """Each unmerged path's stages (1 base, 2 ours, 3 theirs) as (mode, blob id)."""
+        found: dict[str, dict[int, tuple[str, str]]] = {}
+        for line in self.repo.lines_z("ls-files", "-u", "-z"):
+            info, _, path = line.partition("\t")
+            mode, blob, stage = info.split()
+            found.setdefault(path, {})[int(stage)] = (mode, blob)
+        return found
+
+    def _keep_both(self, unmerged: dict[str, dict[int, tuple[str, str]]], their_ref: str
+                   ) -> tuple[list[dict[str, Any]], list[str]]:
+        """Resolve every unmerged path so that neither side's bytes are lost.
+
+        - changed on both sides: ours stays in place; theirs becomes a conflict
+          copy beside it, or, in a Daily record, a conflict entry in the same
+          file (``daily_conflict_entries``); the forest's config keeps ours and
+          reports theirs' blob (config, not memory);
+        - deleted on one side, changed on the other: the changed version stays.
+
+        Returns the reports and the paths that cannot be kept both ways (a
+        symlink or submodule on a side, a file against a folder); nothing is
+        written unless there are none, and otherwise the caller undoes the merge.
+        """
         from .chain import this_host
-        from .safety import write_new_private, write_private
 
-        planned = []
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        for path in conflicted:
-            ours = self._stage_blob(2, path)
-            theirs = self._stage_blob(3, path)
-            copy = conflict_copy_path(path, this_host(), stamp)
-            if ours is None or theirs is None or copy is None \
-                    or os.path.lexists(self.root / copy):
-                return None
-            text = conflict_copy_text(theirs, path, f"conflict-{this_host()}-{stamp}")
-            if text is None:
-                return None
-            planned.append((path, ours, copy, text))
-        for path, ours, copy, text in planned:
-            write_private(self.root / path, ours)  # never the marked-up file git left
-            write_new_private(self.root / copy, text.encode("utf-8"))
-            self.repo.run("add", "--", path, copy)
-        return [{"path": path, "copy": copy} for path, _, copy, _ in planned]
+        host, stamp = this_host(), time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        tag = f"-conflict-{host}-{stamp}"
+        refused = {path for path, stages in unmerged.items()
+                   if any(mode not in REGULAR_MODES for mode, _ in stages.values())}
+        refused |= {path.rpartition("~")[0] or path for path, stages in unmerged.items()
+                    if self._moved_aside(path, stages, their_ref)}  # the name both sides used
+        if refused:
+            return [], sorted(refused)
+        planned: list[tuple[dict[str, Any], list[tuple[str, bytes]]]] = []
+        for path in sorted(unmerged):
+            stages = unmerged[path]
+            ours = self._blob(stages[2][1]) if 2 in stages else None
+            theirs = self._blob(stages[3][1]) if 3 in stages else None
+            if ours is None and theirs is None:
+                planned.append(({"path": path, "kind": "deleted"}, []))
+            elif ours is None or theirs is None:
+                side = "ours" if theirs is None else "theirs"
+                planned.append(({"path": path, "kind": "kept_changed", "kept": side,
+                                 "deleted_by": "theirs" if side == "ours" else "ours"},
+                                [(path, ours if theirs is None else theirs)]))
+            elif path in CONFIG_PATHS:
+                planned.append(({"path": path, "kind": "kept_ours", "theirs_blob":
+                                 stages[3][1]}, [(path, ours)]))
+            else:
+                planned.append(self._both_changed(path, ours, theirs, tag))
+        taken = [copy for _, writes in planned for copy, _ in writes[1:]]
+        clashes = [copy for copy in taken if os.path.lexists(self.root / copy)]
+        if clashes or len(set(taken)) != len(taken):
+            return [], sorted(set(clashes or taken))
+        for report, writes in planned:
+            self._write_resolution(report["path"], writes)
+        return [report for report, _ in planned], []
 
-    def _stage_blob(self, stage_number: int, path: str) -> bytes | None:
-        done = self.repo.run("show", f":{stage_number}:{path}", check=False)
-        return done.stdout if done.returncode == 0 else None
+    def _moved_aside(self, path: str, stages: dict[int, tuple[str, str]], their_ref: str
+                     ) -> bool:
+        """A file git moved out of the way of the other side's folder (``path~HEAD``): a
+        name neither side gave it, so it is not one side's version to keep."""
+        if (2 in stages) == (3 in stages):
+            return False
+        side = "HEAD" if 2 in stages else their_ref
+        return self.repo.run("cat-file", "-e", f"{side}:{path}", check=False).returncode != 0
+
+    def _both_changed(self, path: str, ours: bytes, theirs: bytes, tag: str
+                      ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
+        """A path both sides changed: what to write (ours' path first) and the report."""
+        from .mergedriver import daily_conflict_entries
+
+        if DAILY_RECORD.fullmatch(path):
+            try:
+                merged = daily_conflict_entries(ours.decode("utf-8"), theirs.decode("utf-8"),
+                                                tag)
+            except (UnicodeDecodeError, ValueError, ForestError):
+                merged = None
+            if merged is not None:
+                text, entries = merged
+                return ({"path": path, "kind": "entries", "entries": entries},
+                        [(path, text.encode("utf-8"))])
+        copy = conflict_copy_path(path, tag)
+        text = conflict_copy_text(theirs, path, tag[1:]) if copy.endswith(".md") else None
+        return ({"path": path, "kind": "copy", "copy": copy},
+                [(path, ours), (copy, text.encode("utf-8") if text is not None else theirs)])
+
+    def _write_resolution(self, path: str, writes: list[tuple[str, bytes]]) -> None:
+        """Write ours (or the kept side) over whatever git left at ``path``, markers
+        included, and the copy beside it; stage both, or the deletion both sides made."""
+        from .safety import mkdir_private, write_new_private, write_private
+
+        if not writes:
+            self.repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+            return
+        for number, (target, data) in enumerate(writes):
+            folder = (self.root / target).parent
+            missing = []
+            while not os.path.lexists(folder) and folder != self.root:
+                missing.append(folder)
+                folder = folder.parent
+            for directory in reversed(missing):
+                mkdir_private(directory)
+            if number == 0:
+                write_private(self.root / target, data)  # never the marked-up file git left
+            else:
+                write_new_private(self.root / target, data)
+        self.repo.run("add", "--", *(target for target, _ in writes))
+
+    def _blob(self, blob: str) -> bytes:
+        return self.repo.run("cat-file", "blob", blob).stdout
 
     def _ahead(self, branch: str) -> bool:
         repo, theirs = self.repo, self._tracking(branch)
@@ -391,19 +548,21 @@ class _Sync:
             return {"error": exc.to_dict()}
 
 
-def conflict_copy_path(path: str, host: str, stamp: str) -> str | None:
-    """``<name>-conflict-<host>-<time>.md`` beside a branch or leaf; None for other files."""
-    from .routes import parse_route
+def conflict_copy_path(path: str, tag: str) -> str:
+    """``<name><tag><extension>`` beside ``path`` (``tag``: ``-conflict-<host>-<time>``).
 
-    try:
-        route = parse_route(path)
-    except ForestError:
-        return None
-    if route.layer.key not in ("mtm", "stm") or not path.endswith(".md"):
-        return None
+    A record's copy keeps the shape of its layer's names (``XLTM-conflict-…``,
+    ``<tree>_LTM-conflict-…``, ``<date>-conflict-…``), so it parses as a
+    document of the same layer; the name stays within a segment's 200 characters.
+    """
     folder, _, name = path.rpartition("/")
-    suffix = f"-conflict-{host}-{stamp}"
-    return f"{folder}/{name[:-3][:200 - len(suffix)]}{suffix}.md"
+    dot = name.rfind(".")
+    stem, extension = (name[:dot], name[dot:]) if dot > 0 else (name, "")
+    room = 200 - len(tag)
+    if len(stem) > room:
+        keep = LTM_SUFFIX if path.startswith("02 ltm/") and stem.endswith(LTM_SUFFIX) else ""
+        stem = stem[:room - len(keep)] + keep
+    return f"{folder}/{stem}{tag}{extension}" if folder else f"{stem}{tag}{extension}"
 
 
 def conflict_copy_text(data: bytes, path: str, tag: str) -> str | None:

@@ -86,14 +86,19 @@ OPERATIONS = (
         "memory-forest sync ~/memory --init git@example.org:me/memory.git",
         help="Takes the forest lock. Derived state under .memory-forest/ is never committed "
         "(forest.json travels). Refuses to commit credential-shaped text (secrets_found) "
-        "unless --allow-secrets. A branch or leaf changed on both sides keeps ours and files "
-        "theirs beside it as a conflict copy; any other conflict undoes the merge "
-        "(sync_conflict). No conflict marker ever lands in a file. See docs/sync.md.",
+        "unless --allow-secrets. Without a repository it creates one; without a remote it "
+        "commits locally (remote: null, nothing pushed). A record changed on both sides keeps "
+        "ours and files theirs beside it as a conflict copy (a Daily entry: a conflict entry "
+        "in the same record); a file deleted on one side keeps the changed version; the "
+        "config keeps ours. Only a symlink or a file against a folder undoes the merge "
+        "(sync_conflict). No conflict marker ever lands in a file. --init URL on a forest "
+        "that has its own history joins the two. See docs/sync.md.",
         params=(Param("remote", TEXT, "The git remote to sync with (default: origin).",
                       flags=("--remote",)),
-                Param("init", TEXT, "First use: create the repository (with its .gitignore "
-                      "and .gitattributes) if there is none and add the remote at this URL; "
-                      "the URL lives in .git/config only.", flags=("--init",),
+                Param("init", TEXT, "Add the remote at this URL (creating the repository, "
+                      "with its .gitignore and .gitattributes, if there is none) and merge its "
+                      "history, unrelated or not; the URL lives in .git/config only.",
+                      flags=("--init",),
                       metavar="URL"),
                 Param("dry_run", FLAG, "Show what would be committed and what would be pulled "
                       "(fetches, changes nothing else).", flags=("--dry-run",)),
