@@ -89,7 +89,8 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(forest, tmp_pat
             assert len(tool["description"]) > 80
         assert set(tools["route"]["inputSchema"]["properties"]) == {"query", "limit", "layer"}
         assert set(tools["retrieve"]["inputSchema"]["properties"]) == \
-            {"query", "limit", "query_plan", "strict", "no_unfiled", "since", "until"}
+            {"query", "limit", "query_plan", "strict", "no_unfiled", "since", "until",
+             "lexical"}
         assert set(tools["search"]["inputSchema"]["properties"]) == \
             {"query", "limit", "layer", "strict"}
         assert set(tools["open"]["inputSchema"]["properties"]) == {"path",

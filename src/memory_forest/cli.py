@@ -392,12 +392,32 @@ class _Progress:
         if self.label is None or self.quiet:
             return None
         from rich.console import Console
-        from rich.progress import Progress
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
-        self.bar = Progress(transient=True, console=Console(stderr=True))
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                            MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                            TimeRemainingColumn(), transient=True,
+                            console=Console(stderr=True))
         self.bar.start()
-        task = self.bar.add_task(self.label, total=None)
-        return lambda done, total: self.bar.update(task, completed=done, total=total)
+        tasks: dict[str, Any] = {}
+
+        def update(done: int, total: int, label: str | None = None) -> None:
+            # A later phase (embedding after indexing) gets a bar of its own.
+            name = label or self.label
+            if name not in tasks:
+                tasks[name] = self.bar.add_task(name, total=None, rate="")
+            task = tasks[name]
+            self.bar.update(task, completed=done, total=total)
+            speed = self.bar.tasks[task].speed
+            self.bar.update(task, rate=f"{speed:.1f}/s" if speed else "")
+
+        return update
 
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:

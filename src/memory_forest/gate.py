@@ -134,10 +134,12 @@ class _Refused(Exception):
 
 
 def consult(forest: Forest | str | Path, data: bytes, limit: int = DEFAULT_LIMIT,
-        strict: bool = False) -> dict[str, Any]:
+            strict: bool = False, lexical: bool = False) -> dict[str, Any]:
     """The receipt for one turn given as raw bytes (UTF-8, at most ``MAX_INPUT_BYTES``).
 
-    Never raises: every failure becomes a failure receipt.
+    Never raises: every failure becomes a failure receipt. ``lexical`` keeps
+    retrieve to the lexical core when semantic ranking is on; without the
+    extra retrieve is lexical anyway, never a failure.
     """
     # The hash of a turn over the cap would be the hash of a prefix: better none at all.
     digest = sha256_hex(data) if len(data) <= MAX_INPUT_BYTES else None
@@ -148,13 +150,13 @@ def consult(forest: Forest | str | Path, data: bytes, limit: int = DEFAULT_LIMIT
             turn = data.decode("utf-8")
         except UnicodeDecodeError:
             raise _Refused("turn_not_utf8") from None
-        return _lookup(forest, turn, digest, limit, strict)
+        return _lookup(forest, turn, digest, limit, strict, lexical)
     except (Exception, KeyboardInterrupt) as exc:  # the gate's edge: a bounded receipt
         return failure(_code_of(exc), digest)
 
 
 def _lookup(forest: Forest | str | Path, turn: str, digest: str, limit: int,
-            strict: bool) -> dict[str, Any]:
+            strict: bool, lexical: bool = False) -> dict[str, Any]:
     """Route, then retrieve, one turn; both phases run for every non-blank turn."""
     from . import retrieve as retrieval
     from .forest import opened
@@ -170,7 +172,7 @@ def _lookup(forest: Forest | str | Path, turn: str, digest: str, limit: int,
         reduced = size > MAX_TURN_BYTES
         query = reduce_turn(con, turn) if reduced else turn
         routed = _phase(retrieval.route, forest, query, limit, strict)
-        found = _phase(retrieval.retrieve, forest, query, limit, strict)
+        found = _phase(retrieval.retrieve, forest, query, limit, strict, lexical=lexical)
     results, trails = routed.get("results", []), found.get("trails", [])
     unfiled = found.get("unfiled", [])
     status = "evidence_found" if results or trails or unfiled else "no_evidence"
@@ -209,9 +211,10 @@ def _first_break(text: str) -> int:
     return next((i for i, ch in enumerate(text) if not ch.isalnum()), 0)
 
 
-def _phase(call: Any, forest: Forest, turn: str, limit: int, strict: bool) -> dict[str, Any]:
+def _phase(call: Any, forest: Forest, turn: str, limit: int, strict: bool,
+           **options: Any) -> dict[str, Any]:
     try:
-        return call(forest, turn, limit=limit, strict=strict)
+        return call(forest, turn, limit=limit, strict=strict, **options)
     except ForestError as exc:
         if exc.code in ("query_not_searchable", "query_empty"):
             return {}  # no searchable word: the phase ran and nothing can match
@@ -277,12 +280,12 @@ def _code_of(exc: BaseException) -> str:
 
 
 def answer(forest: Forest | str | Path, raw: bytes, format: str, limit: int,
-           strict: bool = False) -> tuple[dict[str, Any], int]:
+           strict: bool = False, lexical: bool = False) -> tuple[dict[str, Any], int]:
     """The object to print and the exit code for one gate run in ``format``."""
     if format not in FORMATS:
         return failure("format_unknown"), 2
     if format == "receipt":
-        receipt = consult(forest, raw, limit, strict)
+        receipt = consult(forest, raw, limit, strict, lexical)
         if receipt["ok"]:
             return receipt, 0
         return receipt, 2 if receipt["error"]["code"] in _USAGE else 1
@@ -290,7 +293,7 @@ def answer(forest: Forest | str | Path, raw: bytes, format: str, limit: int,
         turn = _hook_prompt(raw)
     except (Exception, KeyboardInterrupt) as exc:  # fail closed: the host blocks the turn
         return hook_output(failure(_code_of(exc))), 0
-    return hook_output(consult(forest, turn, limit, strict)), 0
+    return hook_output(consult(forest, turn, limit, strict, lexical)), 0
 
 
 def _hook_prompt(raw: bytes) -> bytes:
@@ -393,7 +396,7 @@ def _brief(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_process(root: str, format: str = "receipt", limit: int = DEFAULT_LIMIT,
-                strict: bool = False, stdin: BinaryIO | None = None,
+                strict: bool = False, lexical: bool = False, stdin: BinaryIO | None = None,
                 stdout: TextIO | None = None) -> int:
     """Read the turn (or hook input) from stdin, print one JSON object, return the exit code."""
     from .jsonio import dumps
@@ -408,6 +411,6 @@ def run_process(root: str, format: str = "receipt", limit: int = DEFAULT_LIMIT,
         outcome, code = (failure("internal_error"), 1) if format == "receipt" else \
             (hook_output(failure("internal_error")), 0)
     else:
-        outcome, code = answer(root, raw, format, limit, strict)
+        outcome, code = answer(root, raw, format, limit, strict, lexical)
     (stdout or sys.stdout).write(dumps(outcome) + "\n")
     return code

@@ -3,7 +3,8 @@
 Steps, each timed and counted in the summary: take the lock, finish or roll
 back an interrupted write from the journal, validate, audit, bring the index
 up to date, verify the index against the files, with ``--consolidate`` make
-a consolidation proposal (never accept one: review is the caller's), release
+a consolidation proposal (never accept one: review is the caller's), with
+``--semantic-budget`` embed what has no vectors yet for that long, release
 the lock. A document
 with an error is quarantined (left out of the index, listed in ``problems``)
 and the run goes on; it then ends with ``maintain_problems`` and exit code
@@ -33,10 +34,11 @@ PROBLEMS_EXIT_CODE = 3
 
 def maintain(forest: Forest | str | Path, verify_all: bool = False,
              log: str | Path | None = None, consolidate: bool = False,
-             sync: bool = False) -> dict[str, Any]:
+             sync: bool = False, semantic_budget: str | None = None) -> dict[str, Any]:
     from . import lock
     from .envelope import result
 
+    budget = None if semantic_budget is None else parse_budget(semantic_budget)
     root = Forest.of(forest).root
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     started = time.perf_counter()
@@ -47,6 +49,8 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
             try:
                 outcome = _checked_run(root, run, verify_all)
                 checked = outcome.get("error", {}).get("code") in (None, "maintain_problems")
+                if budget is not None and checked:
+                    _embed(root, run, budget)
                 if consolidate and checked:
                     run.step("consolidate", lambda: _consolidate(root), _proposed)
                 if sync and checked:
@@ -117,6 +121,40 @@ def _interrupted(exc) -> dict[str, Any]:
     return {"exit_code": 128 + exc.signum,
             "error": {"code": "interrupted", "message": f"interrupted by {name}",
                       "details": {"signal": name}}}
+
+
+def parse_budget(text: str) -> float:
+    """``--semantic-budget``: seconds, as ``60``, ``60s`` or ``2m`` (at most a day)."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d{1,6}(?:\.\d+)?)\s*([sm]?)\s*", text or "")
+    seconds = float(match.group(1)) * (60 if match.group(2) == "m" else 1) if match else -1
+    if not 0 < seconds <= 86_400:
+        from .errors import usage_error
+
+        raise usage_error("semantic_budget_invalid", "the semantic budget must be a time "
+                          "such as 60s or 2m (more than 0, at most a day)")
+    return seconds
+
+
+def _embed(root: Path, run: _Run, budget: float) -> None:
+    """Embed the documents that have no vectors yet, within the budget, when semantic
+    ranking is on for the forest. A missing extra is reported in the step and the run goes
+    on: the index, which retrieval needs, is already built."""
+    from . import semantic
+
+    try:
+        run.step("semantic", lambda: semantic.embed(root, budget=budget), _embedded)
+    except ForestError as exc:
+        if exc.code not in ("semantic_unavailable", "semantic_model_mismatch"):
+            raise
+        run.steps["semantic"]["code"] = exc.code
+
+
+def _embedded(done: dict[str, Any]) -> dict[str, Any]:
+    """Counts only, for the log line."""
+    return {key: done[key] for key in ("enabled", "embedded", "remaining", "documents",
+                                       "embeddable") if key in done}
 
 
 def _consolidate(root: Path) -> dict[str, Any]:

@@ -144,10 +144,15 @@ def _report(operation: str, checked: Checked) -> dict[str, Any]:
 
 
 def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
-          wait: float = 0.0) -> dict[str, Any]:
+          wait: float = 0.0, semantic: bool = False) -> dict[str, Any]:
     """Validate and audit, then bring the derived index up to date, holding the lock.
 
     Documents with errors are quarantined, not fatal (``index.build``).
+    ``semantic`` turns semantic ranking on for the forest and then embeds
+    every structured document that has no vectors yet (``semantic.embed``),
+    after the lock is released: embedding takes minutes, writers need not
+    wait for it, and what it writes is only the vectors file. A plain
+    ``index`` never embeds (``maintain --semantic-budget`` does, bounded).
     """
     from . import index as forest_index
     from . import lock
@@ -156,7 +161,18 @@ def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
         with lock.held(forest.root, "index --full" if full else "index", wait=wait):
             summary = forest_index.build(forest.root, full=full, progress=progress)
         forest.forget_index()  # a full build replaced the file the handle may have open
+        if semantic:
+            from . import semantic as dense
+
+            embedding = None if progress is None else _phase(progress, "embedding")
+            summary["semantic"] = dense.embed(forest.root, enable=True, progress=embedding)
     return result("index", **summary)
+
+
+def _phase(progress: Any, label: str) -> Any:
+    """The progress callback for a later phase of the same command, under its own label
+    when the bar can show one."""
+    return lambda done, total: progress(done, total, label)
 
 
 # --- unlock --------------------------------------------------------------------------------
@@ -434,15 +450,20 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
     ``--strict`` fails on it), and ``next_step`` says to run ``index``; so do
     quarantined documents, which ``next_step`` counts.
     """
-    report = doctor(forest)
-    index_state = report["index"]
-    counts = report.get("counts", {})
-    ready = index_state.get("state") in ("current", "stale")
+    from .semantic import coverage
+
+    with opened(forest) as forest:
+        report = doctor(forest)
+        index_state = report["index"]
+        counts = report.get("counts", {})
+        ready = index_state.get("state") in ("current", "stale")
+        semantic = coverage(forest) if ready else {"enabled": False, "documents": 0,
+                                                   "embeddable": None}
     return result("status", ready=ready, index=index_state, lock=report["lock"],
                   counts=counts, documents=sum(counts.values()),
                   conflict_copies=report.get("conflict_copies", []),
                   config=report["config"]["state"], versions=report["versions"],
-                  next_step=_next_step(index_state))
+                  next_step=_next_step(index_state), semantic=semantic)
 
 
 def _next_step(index_state: dict[str, Any]) -> str | None:

@@ -135,6 +135,12 @@ def _index(outcome: dict[str, Any]) -> None:
     _out.print(f"index [green]{outcome['mode']}[/]: {outcome['documents']} documents "
                f"(+{outcome['added']} ~{outcome['changed']} -{outcome['deleted']}, "
                f"{outcome['unchanged']} unchanged) in {outcome['seconds']:.2f} s")
+    semantic = outcome.get("semantic")
+    if semantic:
+        more = f", {semantic['remaining']} still to embed" if semantic["remaining"] else ""
+        _out.print(f"semantic [green]on[/]: embedded {semantic['embedded']} document(s) in "
+                   f"{semantic['seconds']:.1f} s; {semantic['documents']} of "
+                   f"{semantic['embeddable']} have vectors{more}")
     _problems(outcome)
 
 
@@ -202,6 +208,8 @@ def _trails(outcome: dict[str, Any]) -> None:
             notes.append("plan-only")
         if trail["status"] != "active":
             notes.append(trail["status"])
+        if outcome.get("ranking") == "fused" and number == 1:
+            notes.append("fused ranking")
         note = f" [yellow]({', '.join(notes)})[/]" if notes else ""
         _out.print(f"{number:>2}. score {trail['score']:.3f}{note}")
         for depth, node in enumerate(trail["nodes"]):
@@ -301,9 +309,18 @@ def _status(outcome: dict[str, Any]) -> None:
     copies = outcome.get("conflict_copies") or []
     if copies:
         table.add_row("conflict copies", _escape(", ".join(copies)))
+    table.add_row("semantic", _semantic(outcome["semantic"]))
     if outcome["next_step"]:
         table.add_row("next step", _escape(outcome["next_step"]))
     _out.print(table)
+
+
+def _semantic(coverage: dict[str, Any]) -> str:
+    if not coverage["enabled"]:
+        return "off ('memory-forest index ROOT --semantic' turns it on)"
+    if coverage["embeddable"] is None:
+        return "on, vectors unreadable"
+    return f"on, {coverage['documents']} of {coverage['embeddable']} documents embedded"
 
 
 def _stats(outcome: dict[str, Any]) -> None:
@@ -319,6 +336,7 @@ def _stats(outcome: dict[str, Any]) -> None:
     problems = outcome["problems"]
     left_out = f", {problems} file(s) left out" if problems else ""
     _out.print(f"index: {outcome['index']}{built}{left_out}")
+    _out.print(f"semantic: {_semantic(outcome['semantic'])}")
 
 
 def _hooks(outcome: dict[str, Any]) -> None:

@@ -250,7 +250,8 @@ class _Trail:
 
 def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
              query_plan: Any = None, strict: bool = False, no_unfiled: bool = False,
-             since: str | None = None, until: str | None = None) -> dict[str, Any]:
+             since: str | None = None, until: str | None = None,
+             lexical: bool = False) -> dict[str, Any]:
     """Root-first trails XLTM -> LTM -> MTM -> STM for a query, checked against the files,
     then the unfiled captures that match it.
 
@@ -262,25 +263,54 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
     record has promoted yet (``no_unfiled`` leaves them out): raw evidence,
     re-hashed the same way. ``since``/``until`` bound the updated time of the
     document a trail ends at, and the observed time of an unfiled capture.
+
+    When ``index --semantic`` turned semantic ranking on for the forest and
+    the extra is installed, each query's candidates are the union of the
+    lexical and the dense ones, scored by their fusion (``semantic.fuse``);
+    ``lexical`` keeps this call to the lexical core. ``ranking`` says which
+    ran, and ``ranking_reason`` why it is lexical (``lexical_requested``,
+    ``semantic_off``, ``no_vectors``, ``semantic_unavailable``, ...): a
+    missing extra never fails a retrieval.
     """
     from .envelope import result
 
     queries = [_checked_query(query)]
     probes = query_plan.probes if query_plan is not None else []
     queries += [query_terms(probe.query) for probe in probes]
+    texts = [query, *(probe.query for probe in probes)]
     limit = _checked_limit(limit)
     window = _window(since, until)
     with opened(forest) as forest:
         con = forest.reader()
+        dense, reason = _dense(forest, lexical)  # attaches the vectors: before any write
         with con:
-            queries = [chosen_terms(con, terms) for terms in queries]
-            trails, statuses = _trails(con, queries, depth=max(limit * 5, 50), window=window)
+            searched = [(chosen_terms(con, terms), text) if terms else ([], None)
+                        for terms, text in zip(queries, texts, strict=True)]
+            queries = [terms for terms, _ in searched]
+            depth = max(limit * 5, 50)
+            fusion = None if dense is None else (dense, [text for _, text in searched], limit)
+            trails, statuses = _trails(con, queries, depth=depth, window=window, fusion=fusion)
             ranked = sorted(trails, key=lambda t: _rank_key(t, statuses))[:limit]
             _fill_nodes(con, ranked)
             unfiled = [] if no_unfiled else _unfiled(con, queries[0], window)
         check(forest, [*(node for trail in ranked for node in trail.nodes), *unfiled], strict)
     return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
-                  unfiled=unfiled, body_included=False, probes=len(queries) - 1)
+                  unfiled=unfiled, body_included=False, probes=len(queries) - 1,
+                  ranking="lexical" if dense is None else "fused", ranking_reason=reason)
+
+
+def _dense(forest: Forest, lexical: bool) -> tuple[Any, str | None]:
+    """The forest's dense searcher, or None and why not; ``semantic`` (and numpy with it)
+    is imported only when the vectors file exists."""
+    from .statefiles import vectors_path
+
+    if lexical:
+        return None, "lexical_requested"
+    if not vectors_path(forest.root).exists():
+        return None, "semantic_off"
+    from .semantic import searcher
+
+    return searcher(forest)
 
 
 def _unfiled(con: sqlite3.Connection, terms: list[str],
@@ -298,20 +328,31 @@ def _unfiled(con: sqlite3.Connection, terms: list[str],
 
 
 def _trails(con: sqlite3.Connection, queries: list[list[str]], depth: int,
-            window: tuple[str | None, str | None] = (None, None)
+            window: tuple[str | None, str | None] = (None, None),
+            fusion: tuple[Any, list[str | None], int] | None = None
             ) -> tuple[list[_Trail], dict[str, str]]:
     """Trails for every candidate, scored; and the status of each candidate.
 
     Only a candidate updated within ``window`` can end a trail; one outside it
     may still own a trail's end and count as that trail's evidence.
+    ``fusion`` is the dense searcher, each query's text (None: nothing to
+    search) and the call's limit (each side gives at least that many); a dense
+    candidate is evidence of its query like a lexical one, so it can end a
+    trail without sharing a word with the question.
     """
     found: dict[str, dict[int, float]] = {}
     statuses: dict[str, str] = {}
     stamps: dict[str, str] = {}
     for number, terms in enumerate(queries):
-        if not terms:
+        if fusion is not None and fusion[1][number] is not None:
+            searcher, texts, k = fusion
+            lexical = evidence(con, terms, depth) if terms else {}
+            candidates = searcher.fused(con, texts[number], lexical, k)
+        elif not terms:
             continue  # a probe with no searchable words adds nothing
-        for path, (row, score) in evidence(con, terms, depth).items():
+        else:
+            candidates = evidence(con, terms, depth)
+        for path, (row, score) in candidates.items():
             statuses[path] = row.status
             stamps[path] = _stamp(row)
             found.setdefault(path, {})[number] = score

@@ -149,6 +149,13 @@ class RetrieveResult(Result):
                                    "no record has promoted; empty with no_unfiled.")
     body_included: Literal[False]
     probes: int
+    ranking: Literal["fused", "lexical"] = Field(
+        description="fused: lexical and semantic (dense) scores together; lexical: the "
+        "lexical core alone.")
+    ranking_reason: str | None = Field(
+        description="Why ranking is lexical: lexical_requested, semantic_off, no_vectors, "
+        "vectors_unreadable, semantic_unavailable (the extra is not installed) or "
+        "semantic_model_mismatch; null when fused.")
 
 
 class OpenResult(Result, Node):
@@ -166,6 +173,14 @@ class LayerCount(BaseModel):
     indexed: int = Field(description="Documents of the layer the index holds.")
 
 
+class Semantic(BaseModel):
+    enabled: bool = Field(description="Whether 'index --semantic' turned semantic ranking on "
+                          "for this forest.")
+    documents: int = Field(description="Structured documents (01-04) that have vectors.")
+    embeddable: int | None = Field(description="Structured documents in the index, the ones "
+                                   "that can have vectors; null when off or unreadable.")
+
+
 class StatsResult(Result):
     layers: list[LayerCount]
     files: int
@@ -176,6 +191,7 @@ class StatsResult(Result):
     problems: int | None = Field(description="Files the last index build left out for a "
                                  "problem ('memory-forest index ROOT' lists them); null "
                                  "without a readable index.")
+    semantic: Semantic
 
 
 class StatusResult(Result):
@@ -193,6 +209,7 @@ class StatusResult(Result):
     config: str
     versions: dict[str, str | None]
     next_step: str | None
+    semantic: Semantic
 
 
 class SyncPaths(BaseModel):

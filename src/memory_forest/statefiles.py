@@ -2,9 +2,10 @@
 
 The state directory holds what is not canonical memory: the config, the
 derived index (and the temporary file a full build writes beside it), the
-write-ahead journal with its staging and set-aside folders, the receipts,
-and the consolidation proposals awaiting (or past) review. The walk lists it
-(modes are checked there too), but nothing in it is ever read as a document.
+optional semantic vectors, the write-ahead journal with its staging and
+set-aside folders, the receipts, and the consolidation proposals awaiting
+(or past) review. The walk lists it (modes are checked there too), but
+nothing in it is ever read as a document.
 Naming each entry once here keeps the readers (``doctor``, ``status``, the
 journal's recovery) and the writers agreeing on what is where.
 
@@ -19,6 +20,7 @@ from pathlib import Path
 STATE_DIR = ".memory-forest"
 CONFIG = "forest.json"
 INDEX = "index.sqlite3"
+VECTORS = "vectors.sqlite3"  # semantic chunk vectors: outlive a full build of the index
 RECEIPTS = "receipts"  # one <transaction_id>.json per write
 PROPOSALS = "proposals"  # one <proposal_id>.json per consolidation proposal, with its status
 JOURNAL = "journal"  # the live transaction; holds MANIFEST and its images
@@ -42,6 +44,10 @@ def config_path(root: Path) -> Path:
 
 def index_path(root: Path) -> Path:
     return root / STATE_DIR / INDEX
+
+
+def vectors_path(root: Path) -> Path:
+    return root / STATE_DIR / VECTORS
 
 
 def index_temp_path(root: Path) -> Path:

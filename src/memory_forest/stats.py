@@ -38,9 +38,11 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
             age = max(0.0, round(time.time() - store.built_at_ns(con) / 1e9, 3))
     layers = [{"layer": layer.key, "dir": layer.dirname, "files": on_disk.get(layer.dirname, 0),
                "indexed": indexed.get(layer.dirname, 0)} for layer in LAYERS]
+    from .semantic import coverage
+
     return result("stats", layers=layers, files=sum(on_disk.values()),
                   indexed=sum(indexed.values()), index=state["state"],
-                  index_age_seconds=age, problems=problems)
+                  index_age_seconds=age, problems=problems, semantic=coverage(forest))
 
 
 def _files_per_layer(entries: list[Any]) -> dict[str, int]:

@@ -11,7 +11,8 @@ The writers' steps are listed in ``writers.journal``; the lock's are
 ``lock_staged`` (its private directory exists, the owner file does not) and
 ``lock_owned`` (the owner file is written, the directory is not yet renamed
 into place); the index's is ``indexing`` (every row is written, the new index
-is not yet committed); ``sync``'s are ``sync_committed`` (the local commit is
+is not yet committed); semantic embedding's is ``embedding`` (a batch of
+vectors is committed, the next is not begun); ``sync``'s are ``sync_committed`` (the local commit is
 made, nothing is fetched into the work tree yet) and ``sync_merged`` (the
 merge is done, modes, checks, index and push are not).
 

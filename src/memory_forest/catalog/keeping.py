@@ -54,7 +54,10 @@ OPERATIONS = (
         help="Documents with errors are left out and listed; exit 0 whenever the index was "
         "built.",
         params=(Param("full", FLAG, "Rebuild from scratch, atomically.", flags=("--full",)),
-                WAIT.replace(help="Seconds (0-3600) to wait for the lock.")),
+                WAIT.replace(help="Seconds (0-3600) to wait for the lock."),
+                Param("semantic", FLAG, "Turn semantic ranking on for this forest and embed "
+                      "the documents that have no vectors yet (needs "
+                      "memory-forest[semantic]; resumable).", flags=("--semantic",))),
         progress="indexing", render="index"),
     Operation(
         "maintain", "memory_forest.maintain:maintain",
@@ -70,7 +73,10 @@ OPERATIONS = (
                       "for what nothing has filed yet (never accepts one).",
                       flags=("--consolidate",)),
                 Param("sync", FLAG, "Last, sync the forest through git (commit, merge, push: "
-                      "as 'memory-forest sync', under this run's lock).", flags=("--sync",))),
+                      "as 'memory-forest sync', under this run's lock).", flags=("--sync",)),
+                Param("semantic_budget", TEXT, "When semantic ranking is on, embed the "
+                      "documents that have no vectors yet for at most this long (60s, 2m).",
+                      flags=("--semantic-budget",), metavar="TIME")),
         render="maintain"),
     Operation(
         "unlock", "memory_forest.operations:unlock",

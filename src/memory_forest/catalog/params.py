@@ -44,3 +44,9 @@ TRANSACTION_ID = Param(
 
 PLAN = Param("source", TEXT, "Plan JSON file, or - for stdin.", required=True, metavar="PLAN",
              tool=False)
+
+LEXICAL = Param(
+    "lexical", FLAG, "Rank by the lexical core alone, even when semantic ranking is on.",
+    flags=("--lexical",),
+    doc="Rank by the lexical core alone for this call, even when 'index --semantic' turned "
+    "semantic ranking on for the forest. Without the semantic extra ranking is lexical anyway.")

