@@ -104,9 +104,12 @@ def test_lexical_on_the_cli_and_the_gate(forest: Path):
                                       timeout=60).stdout)
     assert found["status"] == "evidence_found"
     assert found["retrieve"]["trails"][0]["nodes"][-1]["path"] == TYRE
+    assert (found["retrieve"]["ranking"], found["retrieve"]["ranking_reason"]) == ("fused", None)
     plain = json.loads(subprocess.run([*gate, "--lexical"], input=b"tires",
                                       capture_output=True, timeout=60).stdout)
     assert plain["status"] == "no_evidence"
+    assert (plain["retrieve"]["ranking"], plain["retrieve"]["ranking_reason"]) == \
+        ("lexical", "lexical_requested")
 
 
 def test_fusion_normalises_each_side_over_the_union():

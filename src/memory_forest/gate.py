@@ -8,8 +8,9 @@ receipt::
     {"schema_version": 1, "operation": "memory_forest_gate", "ok": true,
      "status": "evidence_found" | "no_evidence" | "noop",
      "lookup_required": bool, "lookup_completed": bool, "body_included": false,
-     "route": {"count", "results"}, "retrieve": {"count", "trails", "unfiled"}, "turn_sha256",
-     "turn_bytes", "turn_reduced", "unverified"}
+     "route": {"count", "results"},
+     "retrieve": {"count", "trails", "unfiled", "ranking", "ranking_reason"},
+     "turn_sha256", "turn_bytes", "turn_reduced", "unverified"}
 
 Decisions the receipt encodes:
 
@@ -176,7 +177,8 @@ def _lookup(forest: Forest | str | Path, turn: str, digest: str, limit: int,
     results, trails = routed.get("results", []), found.get("trails", [])
     unfiled = found.get("unfiled", [])
     status = "evidence_found" if results or trails or unfiled else "no_evidence"
-    return _receipt(status, digest, size, reduced, results, trails, unfiled, required=True)
+    return _receipt(status, digest, size, reduced, results, trails, unfiled, required=True,
+                    ranking=found.get("ranking"), ranking_reason=found.get("ranking_reason"))
 
 
 def reduce_turn(con: Any, turn: str) -> str:
@@ -223,7 +225,10 @@ def _phase(call: Any, forest: Forest, turn: str, limit: int, strict: bool,
 
 def _receipt(status: str, turn_sha256: str, turn_bytes: int, reduced: bool,
              results: list[dict[str, Any]], trails: list[dict[str, Any]],
-             unfiled: list[dict[str, Any]], required: bool) -> dict[str, Any]:
+             unfiled: list[dict[str, Any]], required: bool, ranking: str | None = None,
+             ranking_reason: str | None = None) -> dict[str, Any]:
+    """``ranking`` is what retrieve ranked with (None when no phase could search the turn),
+    so a host can tell a fused answer from a keyword one without a second call."""
     from .retrieve import unverified
 
     nodes = [*results, *(node for trail in trails for node in trail["nodes"]), *unfiled]
@@ -236,7 +241,8 @@ def _receipt(status: str, turn_sha256: str, turn_bytes: int, reduced: bool,
         "lookup_completed": required,
         "body_included": False,
         "route": {"count": len(results), "results": results},
-        "retrieve": {"count": len(trails), "trails": trails, "unfiled": unfiled},
+        "retrieve": {"count": len(trails), "trails": trails, "unfiled": unfiled,
+                     "ranking": ranking, "ranking_reason": ranking_reason},
         "turn_sha256": turn_sha256,
         "turn_bytes": turn_bytes,
         "turn_reduced": reduced,
@@ -369,7 +375,8 @@ def compact(receipt: dict[str, Any]) -> dict[str, Any]:
                                  "score": trail["score"],
                                  "nodes": [_brief(node) for node in trail["nodes"]]}
                                 for trail in found["trails"]],
-                     "unfiled": [_brief_unfiled(item) for item in found["unfiled"]]},
+                     "unfiled": [_brief_unfiled(item) for item in found["unfiled"]],
+                     "ranking": found["ranking"], "ranking_reason": found["ranking_reason"]},
     }
 
 

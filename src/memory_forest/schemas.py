@@ -458,6 +458,10 @@ class GateRetrieve(BaseModel):
     trails: list[Trail]
     unfiled: list[Unfiled] = Field(description="Raw captures no record has promoted yet that "
                                    "match the turn: unreviewed evidence.")
+    ranking: Literal["fused", "lexical"] | None = Field(
+        description="What retrieve ranked with; null when the turn had no searchable word.")
+    ranking_reason: str | None = Field(
+        description="Why ranking is lexical (as retrieve's ranking_reason); null when fused.")
 
 
 class GateError(BaseModel):
