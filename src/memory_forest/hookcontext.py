@@ -32,7 +32,7 @@ MAX_TITLE_CHARS = 120  # titles and capture ids in the context are cut to this m
 DEFAULT_CONTEXT_BYTES = 2048
 # The floor holds the prose and the JSON skeleton with every entry left out, whatever the
 # counts; the ceiling stays far below what either host accepts as additional context.
-MIN_CONTEXT_BYTES = 1024
+MIN_CONTEXT_BYTES = 1536
 MAX_CONTEXT_BYTES = 64 * 1024
 
 _LEAD = ("Memory Forest checked the user's local memory for this turn (status: {status}): "
