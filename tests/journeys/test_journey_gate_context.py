@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -78,9 +77,9 @@ def forest(tmp_path: Path) -> Path:
     return root
 
 
-def installed_command(root: Path, client: str, settings: Path) -> str:
+def installed_command(root: Path, client: str, settings: Path, *options: str) -> str:
     """Install the hook, then read its command back from the settings, as the host does."""
-    ok("hooks", "install", "--client", client, "--root", root, "--settings", settings)
+    ok("hooks", "install", "--client", client, "--root", root, "--settings", settings, *options)
     data = json.loads(settings.read_text(encoding="utf-8"))
     [group] = data["hooks"]["UserPromptSubmit"]
     [handler] = group["hooks"]
@@ -150,13 +149,10 @@ def test_hostile_ids_and_titles_reach_the_model_only_as_data_in_one_tree(forest,
     assert "sourdough" in opened["body"].lower()
 
 
-def test_a_tighter_budget_keeps_the_best_entries_and_counts_the_rest(forest):
-    hook_input = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": QUESTION})
-    done = subprocess.run([sys.executable, "-P", "-m", "memory_forest", "gate", str(forest),
-                           "--format", "codex", "--context-bytes", "1536"],
-                          input=hook_input, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+def test_a_tighter_budget_keeps_the_best_entries_and_counts_the_rest(forest, tmp_path):
+    command = installed_command(forest, "codex", tmp_path / "hooks.json",
+                                "--context-bytes", "1536")
+    context = ask(command, QUESTION, tmp_path)["hookSpecificOutput"]["additionalContext"]
     assert len(context.encode("utf-8")) <= 1536
     prose, raw = context.split("\n", 1)
     data = json.loads(raw)
