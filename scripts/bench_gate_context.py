@@ -11,7 +11,10 @@ then measures the ``additionalContext`` it gets back:
   the turns of a class;
 - ``repeated``: how many node paths the context states more than once (a
   path written twice counts once per extra time), median;
-- ``trails``: how many trails the receipt found for the turn (its count).
+- ``trails``: how many trails the receipt found for the turn (its count);
+- ``render_us``: (this build) microseconds to render the five-trail context
+  from its receipt in process, at the default budget and at the floor, where
+  entries must be left out; median of 500.
 
 Turn classes: ``one_trail`` (each turn names a word one leaf holds) and
 ``five_trails`` (each turn names a word five leaves in three trees hold).
@@ -30,12 +33,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from forestgen import write_forest
 
-from memory_forest import operations
+from memory_forest import gate, hookcontext, operations
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench_gate_context:begin -->", "<!-- bench_gate_context:end -->"
@@ -132,6 +137,22 @@ def measure(command: list[str], root: Path, paths: set[str]) -> dict[str, dict[s
     return rows
 
 
+def render_us(root: Path) -> dict[str, dict[str, int]]:
+    """Per budget: the median render time and how many trails it left out."""
+    receipt = gate.consult(root, TURNS["five_trails"][0].encode())
+    times = {}
+    for budget in (hookcontext.DEFAULT_CONTEXT_BYTES, hookcontext.MIN_CONTEXT_BYTES):
+        samples = []
+        for _ in range(500):
+            start = time.perf_counter()
+            text = hookcontext.context(receipt, budget)
+            samples.append(time.perf_counter() - start)
+        omitted = json.loads(text.split("\n", 1)[1]).get("omitted", {}).get("trails", 0)
+        times[str(budget)] = {"us": round(statistics.median(samples) * 1e6),
+                              "trails_left_out": omitted}
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="another build's command, run as COMMAND gate ...")
@@ -146,19 +167,27 @@ def main() -> None:
         operations.index(root)
         paths = {str(path.relative_to(root)) for path in root.rglob("*.md")}
         report = {side: measure(command, root, paths) for side, command in sides.items()}
+        report["render_us"] = render_us(root)
     print(json.dumps(report, indent=2))
     if options.write:
         write_docs(report)
 
 
-def write_docs(report: dict[str, dict[str, dict[str, float]]]) -> None:
+def write_docs(report: dict[str, dict[str, Any]]) -> None:
     rows = ["| turns | trails | side | context bytes (median) | largest | node paths repeated |",
             "|---|---:|---|---:|---:|---:|"]
     for name in TURNS:
-        for side, table in report.items():
+        for side in ("before", "after"):
+            if side not in report:
+                continue
+            table = report[side]
             row = table[name]
             rows.append(f"| {name.replace('_', ' ')} | {row['trails']:g} | {side} | "
                         f"{row['bytes']:g} | {row['max_bytes']:g} | {row['repeated']:g} |")
+    rows.append("")
+    rows += [f"- Rendering the five-trail context from its receipt, in process, at {budget} "
+             f"bytes: {row['us']} µs ({row['trails_left_out']} trail(s) left out)."
+             for budget, row in report["render_us"].items()]
     block = "\n".join([BEGIN, *rows, END])
     text = DOCS.read_text(encoding="utf-8")
     if BEGIN not in text:
