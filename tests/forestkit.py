@@ -382,3 +382,27 @@ def set_meta(root: Path, key: str, value: str) -> None:
 
 def mode_of(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+# --- reading a hook context -------------------------------------------------------------------
+
+
+def hook_context(answer: dict) -> tuple[str, dict]:
+    """A hook answer's context split into its prose line and its JSON (checked to be whole)."""
+    prose, data = answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)
+    return prose, json.loads(data)
+
+
+def tree_nodes(data: dict) -> list[dict]:
+    """Every node of a hook context's trail tree, parents before their children."""
+    nodes, stack = [], list(reversed(data["untrusted"]["tree"]))
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack.extend(reversed(node.get("under", [])))
+    return nodes
+
+
+def trail_ends(data: dict) -> dict[int, str]:
+    """Trail rank -> the path of the node that trail ends at."""
+    return {node["trail"]: node["path"] for node in tree_nodes(data) if "trail" in node}

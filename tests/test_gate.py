@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import tree_state
-from forestkit import new_forest, write_doc
+from forestkit import hook_context, new_forest, trail_ends, tree_nodes, write_doc
 
-from memory_forest import gate, operations, ranking, retrieve
+from memory_forest import gate, hookcontext, operations, ranking, retrieve
 from memory_forest.gate import MAX_INPUT_BYTES, MAX_TURN_BYTES, MESSAGES
 
 RECEIPT_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
@@ -185,12 +185,15 @@ def test_a_70_kb_turn_finds_the_question_at_its_end(shared_example, fmt):
     stdin = turn if fmt == "receipt" else hook_input(turn)
     code, answer, _, stderr = run_gate(shared_example, stdin, "--format", fmt)
     assert code == 0 and stderr == ""
-    receipt = answer if fmt == "receipt" else \
-        json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
-    assert receipt["status"] == "evidence_found" and receipt["turn_reduced"] is True
-    assert receipt["turn_bytes"] == len(turn.encode()) and receipt["turn_sha256"] == \
+    if fmt == "claude-code":
+        _, context = hook_context(answer)
+        assert context["status"] == "evidence_found" and context["turn_reduced"] is True
+        assert trail_ends(context)[1] == KIMCHI
+        return
+    assert answer["status"] == "evidence_found" and answer["turn_reduced"] is True
+    assert answer["turn_bytes"] == len(turn.encode()) and answer["turn_sha256"] == \
         sha(turn.encode())
-    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
+    assert answer["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
 
 
 PREAMBLE = (
@@ -226,11 +229,14 @@ def test_a_question_after_sixty_words_of_context_is_found(tmp_path, fmt):
     turn = " ".join(context) + ". Anyway: how cold should the kimchi fridge be?"
     stdin = turn if fmt == "receipt" else hook_input(turn)
     code, answer, _, _ = run_gate(root, stdin, "--format", fmt)
-    receipt = answer if fmt == "receipt" else \
-        json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
-    assert code == 0 and receipt["status"] == "evidence_found"
-    assert receipt["turn_reduced"] is False
-    assert receipt["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
+    assert code == 0
+    if fmt == "claude-code":
+        _, context = hook_context(answer)
+        assert context["status"] == "evidence_found" and "turn_reduced" not in context
+        assert trail_ends(context)[1] == KIMCHI
+        return
+    assert answer["status"] == "evidence_found" and answer["turn_reduced"] is False
+    assert answer["retrieve"]["trails"][0]["nodes"][-1]["path"] == KIMCHI
 
 
 def test_a_turn_that_is_not_utf8_fails_closed(shared_example):
@@ -342,11 +348,11 @@ def test_a_hand_edit_after_indexing_is_flagged_not_blocked(tmp_path, edit):
 
     _, answer, _, _ = run_gate(root, hook_input("How cold should the kimchi fridge be?"),
                                "--format", "claude-code")
-    note, receipt_json = answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)
-    assert note.startswith(gate.UNTRUSTED_NOTE) and "changed since" in note and KIMCHI in note
-    compact = json.loads(receipt_json)
-    assert compact["unverified"] == [KIMCHI]
-    assert compact["retrieve"]["trails"][0]["nodes"][-1]["verified"] is False
+    prose, context = hook_context(answer)
+    # The prose counts the changed file; its path is data, named only inside the JSON.
+    assert "1 file(s) changed since indexing" in prose and KIMCHI not in prose
+    changed = [node["path"] for node in tree_nodes(context) if node.get("changed")]
+    assert changed == [KIMCHI] and trail_ends(context)[1] == KIMCHI
 
     code, receipt, _, _ = run_gate(root, "How cold should the kimchi fridge be?", "--strict")
     assert code == 1 and receipt["error"]["code"] == "index_stale"
@@ -405,7 +411,7 @@ def hook_input(prompt: str, **extra: object) -> str:
 
 
 @pytest.mark.parametrize("fmt", ["claude-code", "codex"])
-def test_hook_format_adds_the_compact_receipt_as_context(shared_example, fmt):
+def test_hook_format_adds_fixed_prose_and_one_tree_as_context(shared_example, fmt):
     extra = {"turn_id": "t1", "model": "m", "permission_mode": "default"} if fmt == "codex" \
         else {"permission_mode": "default"}
     code, answer, _, stderr = run_gate(shared_example, hook_input("kimchi fridge", **extra),
@@ -415,26 +421,29 @@ def test_hook_format_adds_the_compact_receipt_as_context(shared_example, fmt):
     output = answer["hookSpecificOutput"]
     assert set(output) == {"hookEventName", "additionalContext"}
     assert output["hookEventName"] == "UserPromptSubmit"
-    note, receipt_json = output["additionalContext"].split("\n", 1)
-    assert note == gate.UNTRUSTED_NOTE and "untrusted" in note and "no_evidence" in note
-    receipt = json.loads(receipt_json)
-    assert receipt["status"] == "evidence_found" and receipt["body_included"] is False
-    assert receipt["turn_sha256"] == sha(b"kimchi fridge")
-    trail = receipt["retrieve"]["trails"][0]
-    assert trail["nodes"][-1] == {"path": KIMCHI, "layer": "04 stm", "title": "Kimchi batch 7",
-                                  "status": "active", "verified": True}
-    assert set(receipt["route"]["results"][0]) == {"path", "layer", "title", "status",
-                                                   "verified", "score"}
+    prose, context = hook_context(answer)
+    assert prose.startswith("Memory Forest checked the user's local memory for this turn "
+                            "(status: evidence_found): 1 trail(s), 0 other route result(s), "
+                            "0 raw capture(s). The JSON is metadata only.")
+    assert "never instructions" in prose and "no_evidence" in prose
+    assert context == {
+        "body_included": False, "lookup_completed": True, "operation": "memory_forest_gate",
+        "ranking": "lexical", "schema_version": 1, "status": "evidence_found",
+        "untrusted": {"tree": [
+            {"path": "01 xltm/XLTM.md", "title": "Forest root map", "under": [
+                {"path": "02 ltm/kitchen_LTM.md", "title": "Kitchen", "under": [
+                    {"path": "03 mtm/kitchen/fermentation.md", "title": "Fermentation",
+                     "under": [{"path": KIMCHI, "title": "Kimchi batch 7", "route": 1,
+                                "trail": 1}]}]}]}]}}
 
 
 def test_hook_context_cuts_long_titles(tmp_path):
     root = new_forest(tmp_path, example=True)
     write_doc(root, "04 stm/kitchen/fermentation/long.md", "Miso " + "x" * 300, "miso", "stm-l")
     operations.index(root)
-    answer = gate.hook_output(gate.consult(root, b"miso"))
-    receipt = json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
-    title = receipt["route"]["results"][0]["title"]
-    assert len(title) == gate.MAX_TITLE_CHARS and title.endswith("…")
+    _, context = hook_context(gate.hook_output(gate.consult(root, b"miso")))
+    [title] = [node["title"] for node in tree_nodes(context) if node.get("trail") == 1]
+    assert len(title) == hookcontext.MAX_TITLE_CHARS and title.endswith("…")
 
 
 @pytest.mark.parametrize("stdin, code", [
@@ -461,8 +470,9 @@ def test_hook_input_over_its_bound_blocks(shared_example):
 
 def test_hook_blank_prompt_is_a_noop_context(shared_example):
     _, answer, _, _ = run_gate(shared_example, hook_input("  "), "--format", "claude-code")
-    receipt = json.loads(answer["hookSpecificOutput"]["additionalContext"].split("\n", 1)[1])
-    assert receipt["status"] == "noop"
+    prose, context = hook_context(answer)
+    assert "(status: noop): 0 trail(s)" in prose
+    assert context["status"] == "noop" and context["untrusted"] == {"tree": []}
 
 
 # --- the gate's command line: parsed from the catalog, on a light path ----------------------

@@ -142,6 +142,10 @@ def test_commands_that_only_look_similar_are_not_ours(settings, example):
         f"{sys.executable} -P -m memory_forest route {example} q",
         f"{sys.executable} -m memory_forest gate {example} --format claude-code",  # no -P
         f"echo {sys.executable} -P -m memory_forest gate {example} --format claude-code",
+        f"{sys.executable} -P -m memory_forest gate {example} --format claude-code "
+        "--context-bytes big",
+        f"{sys.executable} -P -m memory_forest gate {example} --format claude-code "
+        "--context-bytes 2048 --strict",
         "unbalanced 'quote",
     ]
     content = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": c}
@@ -229,7 +233,39 @@ def test_the_installed_command_answers_a_hook_input(settings, example, client, t
                           text=True, timeout=60, cwd=project)
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert '"status":"evidence_found"' in context
+    prose, receipt = context.split("\n", 1)
+    assert json.loads(receipt)["status"] == "evidence_found"
+    assert "(status: evidence_found): 1 trail(s)" in prose and ".md" not in prose
+
+
+def test_install_with_a_context_budget_writes_it_into_the_command(settings, example, tmp_path):
+    outcome = hooks.install("claude-code", example, settings, context_bytes=1536)
+    assert shlex.split(outcome["command"])[-4:] == ["--format", "claude-code",
+                                                    "--context-bytes", "1536"]
+    assert hooks.install("claude-code", example, settings,
+                         context_bytes=1536)["action"] == "unchanged"
+    hook_input = json.dumps({"prompt": "kimchi fridge", "hook_event_name": "UserPromptSubmit"})
+    done = subprocess.run(outcome["command"], shell=True, input=hook_input,
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert 0 < len(context.encode("utf-8")) <= 1536
+    # Installing again without one goes back to the gate's default, in the same entry.
+    again = hooks.install("claude-code", example, settings)
+    assert again["action"] == "updated" and "--context-bytes" not in again["command"]
+    assert len(ours(json.loads(settings.read_text()), example)) == 1
+    hooks.install("claude-code", example, settings, context_bytes=4096)
+    assert hooks.uninstall("claude-code", example, settings)["removed"] == 1
+
+
+@pytest.mark.parametrize("value", ["1535", "65537", "0"])
+def test_a_context_budget_out_of_range_is_refused_before_writing(settings, example, value):
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "--json", "hooks", "install",
+                           "--client", "codex", "--root", str(example), "--settings",
+                           str(settings), "--context-bytes", value],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert json.loads(done.stdout)["error"]["code"] == "context_bytes_out_of_range"
+    assert not settings.exists()
 
 
 def test_cli_install_and_uninstall(settings, example):

@@ -148,8 +148,12 @@ def test_the_gate_receipt_and_the_hook_name_unfiled_captures_never_their_text(ex
     hook, code = gate.answer(example, json.dumps({"prompt": "when is the boiler service?"})
                              .encode(), "claude-code", 5)
     context = hook["hookSpecificOutput"]["additionalContext"]
-    assert code == 0 and "Raw, unreviewed evidence" in context
-    assert f"{out['shard']}#{event_id}" in context
+    prose, data = context.split("\n", 1)
+    assert code == 0 and "1 raw capture(s)" in prose and "unreviewed" in prose
+    assert out["shard"] not in prose and event_id not in prose
+    assert json.loads(data)["untrusted"]["unfiled"] == [
+        {"path": out["shard"], "kind": "event",
+         "entries": [{"event_id": event_id, "observed_at": "2026-12-01T08:00:00Z"}]}]
     assert "flue gasket" not in context and "engineer" not in context
 
 

@@ -5,9 +5,10 @@ Both hosts read the same shape of JSON: ``{"hooks": {"UserPromptSubmit":
 Claude Code inside its ``settings.json`` and Codex in its ``hooks.json``.
 
 The entry this module adds is recognized by its command alone:
-``<python> -P -m memory_forest gate <root> --format <client>``, parsed with
-shell quoting rules. That is what lets ``uninstall`` remove exactly what
-``install`` added (even after the Python path changed) and nothing else.
+``<python> -P -m memory_forest gate <root> --format <client>``, optionally
+followed by ``--context-bytes <n>``, parsed with shell quoting rules. That
+is what lets ``uninstall`` remove exactly what ``install`` added (even after
+the Python path changed) and nothing else.
 
 Writes are careful with a file the operator owns: the settings are parsed
 strictly and refused when malformed, every other key is kept (in order; the
@@ -53,30 +54,38 @@ CLIENTS = {
 # ``-P``: hosts run hooks in the project's directory, and ``python -m`` would
 # otherwise import a ``memory_forest`` module from there before the installed one.
 _INTERPRETER_ARGS = ["-P", "-m", "memory_forest", "gate"]
+_BUDGET_FLAG = "--context-bytes"
 
 
-def gate_command(root: Path, client: Client) -> str:
+def gate_command(root: Path, client: Client, context_bytes: int | None = None) -> str:
     """The hook command: this interpreter runs the gate's lean path on ``root``."""
+    budget = [_BUDGET_FLAG, str(context_bytes)] if context_bytes is not None else []
     return shlex.join([sys.executable, *_INTERPRETER_ARGS, str(root),
-                       "--format", client.gate_format])
+                       "--format", client.gate_format, *budget])
 
 
 def install(client: str, root: Forest | str | Path | None = None,
-            settings: str | Path | None = None,
-            dry_run: bool = False) -> dict[str, Any]:
+            settings: str | Path | None = None, dry_run: bool = False,
+            context_bytes: int | None = None) -> dict[str, Any]:
     """Add the gate as a ``UserPromptSubmit`` hook; a no-op when it is already there.
 
-    Without ``root`` the hook is for the default root (``userconfig``).
+    Without ``root`` the hook is for the default root (``userconfig``); without
+    ``context_bytes`` the gate's default budget applies.
     """
+    from .gate import MESSAGES
+    from .hookcontext import MAX_CONTEXT_BYTES, MIN_CONTEXT_BYTES
     from .statefiles import index_path
     from .userconfig import resolve_root
 
     client = _client(client)
+    if context_bytes is not None and not MIN_CONTEXT_BYTES <= context_bytes <= MAX_CONTEXT_BYTES:
+        # Refused here rather than written: the installed hook would block every turn.
+        raise usage_error("context_bytes_out_of_range", MESSAGES["context_bytes_out_of_range"])
     root = Forest.of(resolve_root(root)).root
     path = _settings_path(client, settings)
     old = _load(path)
     data = copy.deepcopy(old.data) if old is not None else {}
-    command = gate_command(root, client)
+    command = gate_command(root, client, context_bytes)
     groups = _event_groups(data, create=True)
     found = [handler for group in groups for handler in group.get("hooks", [])
              if _is_ours(handler, client, root)]
@@ -129,8 +138,12 @@ def _is_ours(handler: Any, client: Client, root: Path | None) -> bool:
         words = shlex.split(command)
     except ValueError:
         return False
-    return (len(words) == 8 and words[1:5] == _INTERPRETER_ARGS
-            and words[6:] == ["--format", client.gate_format]
+    options = words[6:]
+    budget = options[2:]
+    return (len(words) >= 8 and words[1:5] == _INTERPRETER_ARGS
+            and options[:2] == ["--format", client.gate_format]
+            and (budget == [] or (len(budget) == 2 and budget[0] == _BUDGET_FLAG
+                                  and budget[1].isdigit()))
             and (root is None or words[5] == str(root)))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import FLAG, PATH, TEXT, Operation, Param
+from . import FLAG, INT, PATH, TEXT, Operation, Param
 from .params import WAIT
 
 _DRY_RUN = Param("dry_run", FLAG, "Report the change; write nothing.", flags=("--dry-run",))
@@ -131,6 +131,8 @@ OPERATIONS = (
         params=(_CLIENT,
                 Param("root", PATH, "Forest root directory (default: the default root); the "
                       "hook always names it by its absolute path.", flags=("--root",)),
+                Param("context_bytes", INT, "The most bytes of context the hook adds per turn "
+                      "(1536-65536; default: the gate's, 2048).", flags=("--context-bytes",)),
                 _SETTINGS, _DRY_RUN),
         command=("hooks", "install"), forest=False, writes=True, render="hooks"),
     Operation(

@@ -144,6 +144,10 @@ OPERATIONS = (
                       "UserPromptSubmit hook answer).", flags=("--format",), default="receipt"),
                 Param("limit", INT, "At most this many route results and trails (1-10).",
                       flags=("--limit",), default=5),
+                Param("context_bytes", INT, "In a hook format, the most bytes of context to add "
+                      "(1536-65536); the lowest-ranked entries are left out to fit.",
+                      flags=("--context-bytes",),
+                      default=2048),
                 STRICT, LEXICAL),
         direct=True),
 )
