@@ -80,6 +80,12 @@ class Changes:
         if rel:
             write_file(self.root, rel, b"---\ntitle: [unclosed\n---\n# Broken\n")
 
+    def binary(self, seed: int) -> None:
+        """Bytes that are not UTF-8: left out of the index, its readable words kept apart."""
+        rel = self.pick(self.files("03 mtm") + self.leaf_paths(), seed)
+        if rel:
+            write_file(self.root, rel, b"\x89PNG\r\n\x1a\n\xff habanero gloves \x00\x01")
+
     def rewrite(self, seed: int) -> None:
         """A clean document again (a fix for whatever the file had)."""
         rel = self.pick(self.files("02 ltm") + self.files("03 mtm") + self.leaf_paths(), seed)
@@ -230,6 +236,7 @@ def index_state(root: Path) -> dict[str, list]:
                      " ON d.rowid = t.rowid",
             "orphan_terms": "SELECT rowid FROM terms WHERE rowid NOT IN (SELECT rowid FROM docs)",
             "quarantine": "SELECT * FROM quarantine",
+            "left_out": "SELECT path, title, names, body FROM left_out",
             "problems": "SELECT * FROM problems",
             "links": "SELECT * FROM links",
             "events": "SELECT * FROM events",

@@ -6,9 +6,11 @@ renames it into place, so readers see the old index or the new one, never a
 half-built one. An incremental build (``incremental.py``) applies every
 change in one transaction. Neither ever writes a canonical byte.
 
-A document with an error-level problem is quarantined: it has no row in
+A document that cannot be read as one is quarantined: it has no row in
 ``docs`` (an earlier row is removed) and one in ``quarantine`` with its stat
-and facts, so the index still accounts for every file on disk. Every
+and facts, so the index still accounts for every file on disk; its words are
+kept in ``left_out``, so that a query can say a file it did not search holds
+them. Every
 standing problem is kept in ``problems``, so an incremental build reports
 the whole forest's problems while re-judging only what changed.
 """
@@ -37,6 +39,7 @@ from .building import (
     references,
     refuse_forest_faults,
     surveyed,
+    unread_words,
     write_file,
 )
 from .errors import ForestError
@@ -130,7 +133,7 @@ def _root(path: Path) -> Path:
 def build(root: Path, full: bool = False, progress: Progress | None = None) -> dict[str, Any]:
     """Check the forest, then bring the index up to date (caller holds the lock).
 
-    Only a forest-level fault raises; a document with an error is quarantined
+    Only a forest-level fault raises; a document that cannot be read is quarantined
     and reported in ``problems``.
     """
     started = time.perf_counter()
@@ -276,7 +279,10 @@ def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage
     held = {path for path in triage.quarantined if path in snap.entries and "/" in path}
     for path in sorted(held):
         if path in read.rowids:
+            store.keep_indexed_words(con, path, read.rowids[path])
             store.delete(con, read.rowids[path])
+        else:
+            store.keep_words(con, path, unread_words(path, read.routes.get(path)))
         entry = snap.entries[path]
         facts = read.facts.get(path)
         store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, path in read.routes,

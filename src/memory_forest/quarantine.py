@@ -1,9 +1,12 @@
 """Sorting what validate and audit found into what blocks, what is left out, what is noted.
 
 Indexing is forgiving about what it reads: a problem in one file is that
-file's problem. Only a fault of the forest as a whole stops a build; a
-document with an error-level issue is quarantined (left out of the index and
-reported with its path); everything else is indexed, its warnings reported.
+file's problem. Only a fault of the forest as a whole stops a build. A
+document that cannot be read as one (bad UTF-8, frontmatter that does not
+parse, a file over the size limit) is quarantined: left out of the index and
+reported with its path. A document that reads fine but breaks a link rule,
+or has a wide mode, is indexed all the same (its owner comes from its path,
+which alone decides ownership) and its problem is reported as a warning.
 ``validate`` and ``audit`` stay strict and never go through here.
 """
 
@@ -16,6 +19,14 @@ from .issues import ERROR, WARNING, Issue
 
 # A wide mode is repairable ('doctor --repair') and says nothing about the content.
 MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
+# A broken link says nothing about whether the document can be read: a note written by
+# hand or in Obsidian (a sibling link, no 'Up:' line) is findable the moment it is indexed.
+# Ownership comes from the path alone, so a broken link never claims or loses an owner;
+# a parent whose child is gone keeps its place on every trail through it.
+LINK_CODES = frozenset({"link_lateral", "link_nonadjacent", "link_not_canonical",
+                        "link_unresolved", "link_parent_missing", "link_in_source_layer"})
+# What indexing reports and indexes all the same; 'validate' and 'audit' keep them errors.
+INDEXED_ANYWAY = MODE_CODES | LINK_CODES
 # Faults no quarantine can route around: the index would describe a different forest.
 FOREST_FAULTS = frozenset({"layer_missing"})
 
@@ -42,8 +53,8 @@ class Triage(NamedTuple):
 
 
 def for_indexing(issues: list[Issue]) -> list[Issue]:
-    """Issues as indexing grades them: a wide mode is a warning, not an error."""
-    return sorted({issue._replace(level=WARNING) if issue.code in MODE_CODES else issue
+    """Issues as indexing grades them: a wide mode or a broken link is a warning."""
+    return sorted({issue._replace(level=WARNING) if issue.code in INDEXED_ANYWAY else issue
                    for issue in issues})
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # The layout of the index file. Bump the version when it changes: an index of another
 # version is rebuilt, never read.
-INDEX_SCHEMA_VERSION = 6
+INDEX_SCHEMA_VERSION = 7
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs (
@@ -58,6 +58,10 @@ CREATE TABLE quarantine (
     routed INTEGER NOT NULL,
     doc_id TEXT
 ) WITHOUT ROWID;
+-- The words of the files left out (quarantined), searched only to say that a query's words
+-- occur in a file the index does not hold: never shown, never ranked with the documents.
+CREATE VIRTUAL TABLE left_out USING fts5(path UNINDEXED, title, names, body,
+                                         tokenize = "{tokenizer}");
 -- Every standing problem, as [path, code, message, level] JSON: 'forest' problems come from
 -- the walk and are re-derived on every build, 'names' (case collisions) when a name changed,
 -- 'file' problems file by file.
@@ -520,6 +524,30 @@ def problems(con: sqlite3.Connection, scope: str | None = None) -> list[list[str
     return [json.loads(issue) for (issue,) in rows]
 
 
+def left_out_matching(con: sqlite3.Connection, match: str, limit: int) -> list[tuple[str, str]]:
+    """The best ``limit`` quarantined files holding words of a MATCH expression, each with
+    the code of the first error that keeps it out (from the problems the build stored)."""
+    import json
+
+    paths = [_text(path) for (path,) in con.execute(
+        "SELECT path FROM left_out WHERE left_out MATCH ? ORDER BY rank, path LIMIT ?",
+        (match, limit))]
+    found = []
+    for path in paths:
+        issues = [json.loads(issue) for (issue,) in con.execute(
+            "SELECT issue FROM problems WHERE path = ?", (_key(path),))]
+        found.append((path, _holding_code(issues)))
+    return found
+
+
+def _holding_code(issues: list[list[str]]) -> str:
+    from .quarantine import INDEXED_ANYWAY
+
+    codes = sorted(issue[1] for issue in issues
+                   if issue[3] == "error" and issue[1] not in INDEXED_ANYWAY)
+    return codes[0] if codes else "left_out"
+
+
 def quarantined(con: sqlite3.Connection) -> list[str]:
     """The paths the last build left out of ``docs``."""
     return sorted(_text(path) for (path,) in con.execute("SELECT path FROM quarantine"))
@@ -625,8 +653,25 @@ def hold(con: sqlite3.Connection, path: str, size: int, mtime_ns: int, ino: int,
 
 
 def release(con: sqlite3.Connection, path: str) -> None:
-    """Forget a file's quarantine entry."""
+    """Forget a file's quarantine entry and its left-out words."""
     con.execute("DELETE FROM quarantine WHERE path = ?", (_key(path),))
+    con.execute("DELETE FROM left_out WHERE path = ?", (_key(path),))
+
+
+def keep_words(con: sqlite3.Connection, path: str, texts: tuple[str, str, str]) -> None:
+    """What a quarantined file is searched by (title, path words, body), replacing any
+    earlier words of it."""
+    con.execute("DELETE FROM left_out WHERE path = ?", (_key(path),))
+    con.execute("INSERT INTO left_out (path, title, names, body) VALUES (?, ?, ?, ?)",
+                (_key(path), *texts))
+
+
+def keep_indexed_words(con: sqlite3.Connection, path: str, rowid: int) -> None:
+    """``keep_words`` with the words a document row was indexed by (a full build has
+    dropped the text by the time it knows which files it leaves out)."""
+    con.execute("DELETE FROM left_out WHERE path = ?", (_key(path),))
+    con.execute("INSERT INTO left_out (path, title, names, body) "
+                "SELECT ?, title, path, body FROM terms WHERE rowid = ?", (_key(path), rowid))
 
 
 def set_references(con: sqlite3.Connection, path: str, targets: list[str],
