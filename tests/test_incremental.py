@@ -25,7 +25,7 @@ from forestkit import render_doc, write_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_forest import checks, index, operations, store
+from memory_forest import checks, index, operations, retrieve, store
 from memory_forest.statefiles import index_path
 
 HOUR_NS = 3600 * 10**9
@@ -330,9 +330,13 @@ def test_a_deleted_branch_rechecks_its_leaves_and_nothing_else(tmp_path):
               "04 stm/kitchen/fermentation/zaatar-blend.md"}
     # The branch's children and the tree that linked down to it: nothing from the greenhouse.
     assert recorder.steps["read"]["read"] == 3
-    assert {(i.path, i.code) for i in done.triage.problems if i.level == "error"} >= {
+    # Readable leaves that lost their parent file stay indexed, with a warning each.
+    assert {(i.path, i.code) for i in done.triage.problems if i.level == "warning"} >= {
         (leaf, "parent_missing") for leaf in leaves}
-    assert done.triage.quarantined >= leaves
+    assert not done.triage.quarantined & leaves
+    [trail] = retrieve.retrieve(root, "kimchi")["trails"]
+    assert trail["reason"] == "owner_not_indexed"
+    assert trail["missing"] == ["03 mtm/kitchen/fermentation.md"]
 
 
 def test_a_file_replaced_with_its_old_size_and_mtime_is_seen_by_its_inode(tmp_path):

@@ -25,8 +25,11 @@ MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
 # a parent whose child is gone keeps its place on every trail through it.
 LINK_CODES = frozenset({"link_lateral", "link_nonadjacent", "link_not_canonical",
                         "link_unresolved", "link_parent_missing", "link_in_source_layer"})
+# A parent file that is gone (a branch deleted by hand): the path still names the owner,
+# and the trail says it is missing ('owner_not_indexed') rather than hiding the leaf.
+ORPHAN_CODES = frozenset({"parent_missing"})
 # What indexing reports and indexes all the same; 'validate' and 'audit' keep them errors.
-INDEXED_ANYWAY = MODE_CODES | LINK_CODES
+INDEXED_ANYWAY = MODE_CODES | LINK_CODES | ORPHAN_CODES
 # Faults no quarantine can route around: the index would describe a different forest.
 FOREST_FAULTS = frozenset({"layer_missing"})
 
@@ -53,7 +56,8 @@ class Triage(NamedTuple):
 
 
 def for_indexing(issues: list[Issue]) -> list[Issue]:
-    """Issues as indexing grades them: a wide mode or a broken link is a warning."""
+    """Issues as indexing grades them: a wide mode, a broken link or a missing parent is
+    a warning."""
     return sorted({issue._replace(level=WARNING) if issue.code in INDEXED_ANYWAY else issue
                    for issue in issues})
 
