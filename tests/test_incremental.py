@@ -236,7 +236,11 @@ def index_state(root: Path) -> dict[str, list]:
                      " ON d.rowid = t.rowid",
             "orphan_terms": "SELECT rowid FROM terms WHERE rowid NOT IN (SELECT rowid FROM docs)",
             "quarantine": "SELECT * FROM quarantine",
-            "left_out": "SELECT path, title, names, body FROM left_out",
+            "left_out": "SELECT l.path, t.title, t.names, t.body FROM left_out l"
+                        " JOIN left_out_terms t ON t.rowid = l.rowid",
+            "orphan_left_out": "SELECT rowid FROM left_out_terms WHERE rowid NOT IN"
+                               " (SELECT rowid FROM left_out) UNION ALL SELECT rowid FROM"
+                               " left_out WHERE rowid NOT IN (SELECT rowid FROM left_out_terms)",
             "problems": "SELECT * FROM problems",
             "links": "SELECT * FROM links",
             "events": "SELECT * FROM events",

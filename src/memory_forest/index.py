@@ -246,6 +246,7 @@ class _Read:
 
 def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None) -> _Read:
     from .parsing import parse
+    from .quarantine import keeps_out
 
     entries = snap.documents
     read = _Read(len(entries))
@@ -256,7 +257,12 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
             read.issues.extend(parsed.issues)
             if parsed.route is not None:
                 read.routes[parsed.path] = parsed.route
-            if parsed.facts is not None:
+            if parsed.facts is not None and any(map(keeps_out, parsed.facts.issues)):
+                # Left out whatever the rest of the forest says: its words go straight to
+                # 'left_out', and 'terms' never carries (and has to forget) its text.
+                read.facts[parsed.path] = parsed.facts
+                store.keep_words(con, parsed.path, full_text(parsed))
+            elif parsed.facts is not None:
                 read.facts[parsed.path] = parsed.facts
                 read.rowids[parsed.path] = rowid = len(read.rowids) + 1
                 batch.append((rowid, parsed.route, parsed.facts,
@@ -281,7 +287,7 @@ def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage
         if path in read.rowids:
             store.keep_indexed_words(con, path, read.rowids[path])
             store.delete(con, read.rowids[path])
-        else:
+        elif path not in read.facts:
             store.keep_words(con, path, unread_words(path, read.routes.get(path)))
         entry = snap.entries[path]
         facts = read.facts.get(path)

@@ -62,6 +62,11 @@ def for_indexing(issues: list[Issue]) -> list[Issue]:
                    for issue in issues})
 
 
+def keeps_out(issue: Issue) -> bool:
+    """Whether this issue (as validate or audit found it) keeps its file out of the index."""
+    return issue.level == ERROR and issue.code not in INDEXED_ANYWAY
+
+
 def triage(issues: list[Issue], dirs: list[str]) -> Triage:
     """Raise on a forest-level fault; otherwise name the paths to quarantine.
 
@@ -78,7 +83,7 @@ def triage(issues: list[Issue], dirs: list[str]) -> Triage:
                           "indexed until this is fixed",
                           {"issues": [issue.to_dict() for issue in faults]})
     folders = set(dirs)
-    quarantined = frozenset(issue.path for issue in problems if issue.level == ERROR
+    quarantined = frozenset(issue.path for issue in issues if keeps_out(issue)
                             and issue.path != "." and issue.path not in folders)
     return Triage(problems, quarantined)
 
