@@ -9,10 +9,10 @@ change in one transaction. Neither ever writes a canonical byte.
 A document that cannot be read as one is quarantined: it has no row in
 ``docs`` (an earlier row is removed) and one in ``quarantine`` with its stat
 and facts, so the index still accounts for every file on disk; its words are
-kept in ``left_out``, so that a query can say a file it did not search holds
-them. Every
-standing problem is kept in ``problems``, so an incremental build reports
-the whole forest's problems while re-judging only what changed.
+kept in ``left_out_terms``, so that a query can say a file it did not search
+holds them. Every standing problem is kept in ``problems``, so an
+incremental build reports the whole forest's problems while re-judging only
+what changed.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
                 read.routes[parsed.path] = parsed.route
             if parsed.facts is not None and any(map(keeps_out, parsed.facts.issues)):
                 # Left out whatever the rest of the forest says: its words go straight to
-                # 'left_out', and 'terms' never carries (and has to forget) its text.
+                # 'left_out_terms', and 'terms' never carries (and has to forget) its text.
                 read.facts[parsed.path] = parsed.facts
                 store.keep_words(con, parsed.path, full_text(parsed))
             elif parsed.facts is not None:

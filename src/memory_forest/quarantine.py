@@ -5,8 +5,9 @@ file's problem. Only a fault of the forest as a whole stops a build. A
 document that cannot be read as one (bad UTF-8, frontmatter that does not
 parse, a file over the size limit) is quarantined: left out of the index and
 reported with its path. A document that reads fine but breaks a link rule,
-or has a wide mode, is indexed all the same (its owner comes from its path,
-which alone decides ownership) and its problem is reported as a warning.
+has lost its parent file or has a wide mode is indexed all the same (its
+owner comes from its path, which alone decides ownership) and its problem is
+reported as a warning.
 ``validate`` and ``audit`` stay strict and never go through here.
 """
 
@@ -70,8 +71,8 @@ def keeps_out(issue: Issue) -> bool:
 def triage(issues: list[Issue], dirs: list[str]) -> Triage:
     """Raise on a forest-level fault; otherwise name the paths to quarantine.
 
-    Every error-level issue on a file (or on a symlink or special file that
-    stands where a file would) quarantines that path. An error on a directory
+    Every error-level issue that ``keeps_out`` on a file (or on a symlink or
+    special file that stands where a file would) quarantines that path. An error on a directory
     is reported but quarantines nothing itself: the files under a badly
     shaped directory carry their own route errors.
     """
