@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -249,6 +250,29 @@ def test_an_unreadable_document_is_left_out_and_a_link_problem_is_indexed(tmp_pa
     assert not strict["ok"]
     assert {(i["path"], i["code"]) for i in strict["issues"] if i["level"] == "error"} >= {
         (ORPHAN, "link_parent_missing"), (BAD_YAML, "frontmatter_invalid")}
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_file_too_large_to_read_is_named_by_the_words_of_its_name(tmp_path, full):
+    root = new_forest(tmp_path, example=True)
+    config = root / ".memory-forest/forest.json"
+    settings = json.loads(config.read_bytes())
+    write_file(root, ".memory-forest/forest.json",
+               json.dumps({**settings, "limits": {"max_file_bytes": 4096}}).encode())
+    operations.index(root)
+    big = "04 stm/kitchen/fermentation/habanero-gloves.md"
+    write_file(root, big, b"# Gloves\n\n" + b"nitrile quokka " * 600)
+    outcome = operations.index(root, full=full)
+    assert outcome["quarantined"] == 1
+    assert (big, "file_too_large") in {(p["path"], p["code"]) for p in outcome["problems"]}
+    # Never read: its name is what it is found by, not its text.
+    assert retrieve.retrieve(root, "habanero gloves")["left_out"] == [
+        {"path": big, "code": "file_too_large"}]
+    assert retrieve.retrieve(root, "nitrile quokka")["left_out"] == []
+    write_file(root, big, b"# Gloves\n\nUp: [[03 mtm/kitchen/fermentation]]\n\nNitrile.\n")
+    operations.index(root, full=full)
+    found = retrieve.retrieve(root, "habanero gloves")
+    assert found["left_out"] == [] and found["trails"][0]["nodes"][-1]["path"] == big
 
 
 def test_a_link_problem_keeps_a_document_indexed_and_its_fix_clears_the_warning(tmp_path):
