@@ -120,8 +120,9 @@ class RandomForest:
 
     Every write stamps an explicit mtime far in the past (distinct per write),
     so files the index saw before are old enough for it to reuse their parse.
-    ``broken`` holds the files a breaking mutation spoiled (bad frontmatter, a
-    lateral link): the ones indexing must quarantine until a later write fixes them.
+    ``broken`` holds the files a breaking mutation spoiled (bad frontmatter, bytes
+    that are not UTF-8): the ones indexing must quarantine until a later write fixes
+    them. A lateral link breaks only a link rule: its file stays indexed.
     """
 
     root: Path
@@ -189,7 +190,7 @@ class RandomForest:
                    self.touch, self.new_leaf, self.new_branch, self.delete_leaf,
                    self.delete_branch, self.rename_leaf, self.rename_branch]
         if breaking:
-            actions += [self.break_frontmatter, self.link_sideways]
+            actions += [self.break_frontmatter, self.break_utf8, self.link_sideways]
         for _ in range(count):
             self.rng.choice(actions)()
 
@@ -238,15 +239,22 @@ class RandomForest:
         """A hand edit that leaves YAML unparsable."""
         self.spoil(self._any(), b"---\ntitle: [unclosed\n---\n# Broken\n")
 
+    def break_utf8(self) -> None:
+        """Bytes that are not UTF-8 (a binary pasted over a note), words readable among them."""
+        self.spoil(self._any(), b"\xff\xfe binary habanero \x00\x01 gloves\n")
+
     def link_sideways(self) -> None:
-        """A "see also" link from one leaf to another: lateral, forbidden."""
+        """A "see also" link from one leaf to another: lateral, forbidden by validate and
+        audit, yet indexed (a link rule never keeps a readable document out)."""
         leaves = self.of_layer("04 stm/")
         if len(leaves) < 2:
             return
         rel, other = self.rng.sample(leaves, 2)
         doc = self.docs[rel]
         data = render_doc(rel, doc.title, doc.body, doc.doc_id, doc.status)
-        self.spoil(rel, data + f"\nSee also [[{other[:-3]}]]\n".encode())
+        write_file(self.root, rel, data + f"\nSee also [[{other[:-3]}]]\n".encode())
+        self.stamp(rel)
+        self.broken.discard(rel)
 
     def spoil(self, rel: str, data: bytes) -> None:
         write_file(self.root, rel, data)

@@ -312,6 +312,31 @@ def test_wikilinks_resolve_relative_and_stay_text_in_code() -> None:
     assert ("missing/x", None) in seen
 
 
+def test_obsidian_callouts_embeds_and_tags_render_safely() -> None:
+    def resolve(target: str, heading: str | None) -> str | None:
+        return "../b.html" if target == "03 mtm/t/b" else None
+
+    body = ("> [!Warning]- Hot **peppers** <script>x</script>\n> Wear #gloves.\n\n"
+            "> [!tip]\n\n> a plain quote [!note]\n\n"
+            "![[03 mtm/t/b]] ![[https://evil.example/p.png]] ![[photo.png]]\n\n"
+            "#fermentation #kitchen/jars, not #1, C#, `#code` or [a #link](https://a.example)\n")
+    html = render_markdown(body, resolve)
+    assert '<div class="callout callout-warning">\n<div class="callout-title">Hot ' \
+           "<strong>peppers</strong> &lt;script&gt;x&lt;/script&gt;</div>" \
+           '<p>Wear <span class="tag">#gloves</span>.</p>\n</div>' in html
+    assert '<div class="callout callout-tip">\n<div class="callout-title">Tip</div></div>' in html
+    assert "<blockquote>\n<p>a plain quote [!note]</p>" in html
+    # An embed is a link to the page: no file is inlined, no request leaves the page.
+    assert ('<a href="../b.html" class="wikilink embed" title="embedded: 03 mtm/t/b">'
+            "03 mtm/t/b</a>") in html
+    assert '<span class="wikilink broken" title="unresolved: https://evil.example/p.png">' in html
+    assert '<span class="wikilink broken" title="unresolved: photo.png">' in html
+    assert "<img" not in html and "<iframe" not in html and "<script" not in html
+    assert '<span class="tag">#fermentation</span> <span class="tag">#kitchen/jars</span>' in html
+    assert html.count('class="tag"') == 3  # not "#1", "C#", code or a link's text
+    assert "<code>#code</code>" in html and ">a #link</a>" in html
+
+
 def test_frontmatter_table_escapes_keys_and_values(forest: Path, tmp_path: Path) -> None:
     plant(forest, "04 stm/kitchen/fermentation/odd-props.md",
           '---\n"<k>": "<v>"\nnumbers: [1, 2]\nwhen: 2026-11-28\nnested: {a: "<b>"}\n'

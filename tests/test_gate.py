@@ -99,7 +99,7 @@ def test_zero_matches_is_a_successful_no_evidence(shared_example):
     assert code == 0 and receipt["ok"] is True and receipt["status"] == "no_evidence"
     assert receipt["lookup_required"] is True and receipt["lookup_completed"] is True
     assert receipt["route"] == {"count": 0, "results": []}
-    assert receipt["retrieve"] == {"count": 0, "trails": [], "unfiled": [],
+    assert receipt["retrieve"] == {"count": 0, "trails": [], "unfiled": [], "left_out": [],
                                    "ranking": "lexical", "ranking_reason": "semantic_off"}
 
 

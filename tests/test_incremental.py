@@ -25,7 +25,7 @@ from forestkit import render_doc, write_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_forest import checks, index, operations, store
+from memory_forest import checks, index, operations, retrieve, store
 from memory_forest.statefiles import index_path
 
 HOUR_NS = 3600 * 10**9
@@ -79,6 +79,12 @@ class Changes:
         rel = self.pick(self.files("03 mtm") + self.leaf_paths(), seed)
         if rel:
             write_file(self.root, rel, b"---\ntitle: [unclosed\n---\n# Broken\n")
+
+    def binary(self, seed: int) -> None:
+        """Bytes that are not UTF-8: left out of the index, its readable words kept apart."""
+        rel = self.pick(self.files("03 mtm") + self.leaf_paths(), seed)
+        if rel:
+            write_file(self.root, rel, b"\x89PNG\r\n\x1a\n\xff habanero gloves \x00\x01")
 
     def rewrite(self, seed: int) -> None:
         """A clean document again (a fix for whatever the file had)."""
@@ -230,6 +236,11 @@ def index_state(root: Path) -> dict[str, list]:
                      " ON d.rowid = t.rowid",
             "orphan_terms": "SELECT rowid FROM terms WHERE rowid NOT IN (SELECT rowid FROM docs)",
             "quarantine": "SELECT * FROM quarantine",
+            "left_out": "SELECT l.path, t.title, t.names, t.body FROM left_out l"
+                        " JOIN left_out_terms t ON t.rowid = l.rowid",
+            "orphan_left_out": "SELECT rowid FROM left_out_terms WHERE rowid NOT IN"
+                               " (SELECT rowid FROM left_out) UNION ALL SELECT rowid FROM"
+                               " left_out WHERE rowid NOT IN (SELECT rowid FROM left_out_terms)",
             "problems": "SELECT * FROM problems",
             "links": "SELECT * FROM links",
             "events": "SELECT * FROM events",
@@ -323,9 +334,13 @@ def test_a_deleted_branch_rechecks_its_leaves_and_nothing_else(tmp_path):
               "04 stm/kitchen/fermentation/zaatar-blend.md"}
     # The branch's children and the tree that linked down to it: nothing from the greenhouse.
     assert recorder.steps["read"]["read"] == 3
-    assert {(i.path, i.code) for i in done.triage.problems if i.level == "error"} >= {
+    # Readable leaves that lost their parent file stay indexed, with a warning each.
+    assert {(i.path, i.code) for i in done.triage.problems if i.level == "warning"} >= {
         (leaf, "parent_missing") for leaf in leaves}
-    assert done.triage.quarantined >= leaves
+    assert not done.triage.quarantined & leaves
+    [trail] = retrieve.retrieve(root, "kimchi")["trails"]
+    assert trail["reason"] == "owner_not_indexed"
+    assert trail["missing"] == ["03 mtm/kitchen/fermentation.md"]
 
 
 def test_a_file_replaced_with_its_old_size_and_mtime_is_seen_by_its_inode(tmp_path):

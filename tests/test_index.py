@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -220,42 +221,82 @@ BRANCH = "03 mtm/kitchen/fermentation.md"
 
 
 @pytest.mark.parametrize("full", [False, True])
-def test_broken_documents_are_quarantined_and_the_rest_is_indexed(tmp_path, full):
+def test_an_unreadable_document_is_left_out_and_a_link_problem_is_indexed(tmp_path, full):
     root = new_forest(tmp_path, example=True)
     operations.index(root)
     write_file(root, ORPHAN, b"---\ntitle: Orphan\n---\n# Orphan\n\nNo parent link.\n")
-    write_file(root, BAD_YAML, b"---\ntitle: [unclosed\n---\n# Bad\n")
+    write_file(root, BAD_YAML, b"---\ntitle: [unclosed\n---\n# Bad\n\nSauerkraut notes.\n")
     outcome = operations.index(root, full=full)
-    assert outcome["ok"] and outcome["quarantined"] == 2
-    errors = {(p["path"], p["code"]) for p in outcome["problems"] if p["level"] == "error"}
-    assert (ORPHAN, "link_parent_missing") in errors
-    assert {path for path, _ in errors} == {ORPHAN, BAD_YAML}
+    assert outcome["ok"] and outcome["quarantined"] == 1
+    graded = {(p["path"], p["code"], p["level"]) for p in outcome["problems"]}
+    assert (ORPHAN, "link_parent_missing", "warning") in graded
+    assert {path for path, _, level in graded if level == "error"} == {BAD_YAML}
     assert set(outcome["problems"][0]) == {"path", "code", "message", "level"}
     indexed = {row[0] for row in index_rows(root)[0]}
-    assert KIMCHI in indexed and not {ORPHAN, BAD_YAML} & indexed
-    assert outcome["documents"] == len(indexed) == 12
-    assert [row[0] for row in quarantine_rows(root)] == sorted([BAD_YAML, ORPHAN])
-    assert operations.doctor(root)["index"] == {"state": "current", "documents": 12,
-                                                "quarantined": 2}
+    assert {KIMCHI, ORPHAN} <= indexed and BAD_YAML not in indexed
+    assert outcome["documents"] == len(indexed) == 13
+    assert [row[0] for row in quarantine_rows(root)] == [BAD_YAML]
+    assert operations.doctor(root)["index"] == {"state": "current", "documents": 13,
+                                                "quarantined": 1}
     assert retrieve.retrieve(root, "kimchi")["count"] == 1
-    assert not operations.validate(root)["ok"]  # the strict check still fails
+    # Its owner comes from its path: the note without an 'Up:' line ends a complete trail.
+    [trail] = retrieve.retrieve(root, "orphan parent link")["trails"]
+    assert trail["complete"] and trail["nodes"][-1]["path"] == ORPHAN
+    found = retrieve.retrieve(root, "sauerkraut")
+    assert found["count"] == 0
+    assert found["left_out"] == [{"path": BAD_YAML, "code": "frontmatter_invalid"}]
+    assert not operations.validate(root)["ok"]  # the strict checks still fail
+    strict = operations.audit(root)
+    assert not strict["ok"]
+    assert {(i["path"], i["code"]) for i in strict["issues"] if i["level"] == "error"} >= {
+        (ORPHAN, "link_parent_missing"), (BAD_YAML, "frontmatter_invalid")}
 
 
-def test_an_indexed_document_that_breaks_leaves_the_index_and_comes_back_fixed(tmp_path):
+@pytest.mark.parametrize("full", [False, True])
+def test_a_file_too_large_to_read_is_named_by_the_words_of_its_name(tmp_path, full):
+    root = new_forest(tmp_path, example=True)
+    config = root / ".memory-forest/forest.json"
+    settings = json.loads(config.read_bytes())
+    write_file(root, ".memory-forest/forest.json",
+               json.dumps({**settings, "limits": {"max_file_bytes": 4096}}).encode())
+    operations.index(root)
+    big = "04 stm/kitchen/fermentation/habanero-gloves.md"
+    write_file(root, big, b"# Gloves\n\n" + b"nitrile quokka " * 600)
+    outcome = operations.index(root, full=full)
+    assert outcome["quarantined"] == 1
+    assert (big, "file_too_large") in {(p["path"], p["code"]) for p in outcome["problems"]}
+    # Never read: its name is what it is found by, not its text.
+    assert retrieve.retrieve(root, "habanero gloves")["left_out"] == [
+        {"path": big, "code": "file_too_large"}]
+    assert retrieve.retrieve(root, "nitrile quokka")["left_out"] == []
+    write_file(root, big, b"# Gloves\n\nUp: [[03 mtm/kitchen/fermentation]]\n\nNitrile.\n")
+    operations.index(root, full=full)
+    found = retrieve.retrieve(root, "habanero gloves")
+    assert found["left_out"] == [] and found["trails"][0]["nodes"][-1]["path"] == big
+
+
+def test_a_link_problem_keeps_a_document_indexed_and_its_fix_clears_the_warning(tmp_path):
     root = new_forest(tmp_path, example=True)
     operations.index(root)
     good = (root / BRANCH).read_bytes()
     write_file(root, BRANCH, good + b"\nSee also [[03 mtm/greenhouse/irrigation]]\n")
     outcome = operations.index(root)
-    assert outcome["deleted"] == 1 and outcome["quarantined"] == 1
-    assert [(p["path"], p["code"]) for p in outcome["problems"]] == [(BRANCH, "link_lateral")]
+    assert outcome["changed"] == 1 and outcome["quarantined"] == 0
+    assert [(p["path"], p["code"], p["level"]) for p in outcome["problems"]] == [
+        (BRANCH, "link_lateral", "warning")]
     indexed = {row[0] for row in index_rows(root)[0]}
-    assert BRANCH not in indexed and KIMCHI in indexed  # its valid children stay
-    # The strict audit fails the branch, and none of the children it stopped vouching for.
+    assert {BRANCH, KIMCHI} <= indexed
+    [trail] = retrieve.retrieve(root, "kimchi")["trails"]
+    assert trail["complete"] and BRANCH in {node["path"] for node in trail["nodes"]}
+    # The lateral link is kept as a plain link, never an ownership edge.
+    assert {"parent": BRANCH, "child": KIMCHI} in trail["canonical_parent_child"]
+    assert all(edge["parent"] != "03 mtm/greenhouse/irrigation.md"
+               for edge in trail["canonical_parent_child"])
+    # The strict audit fails the branch, and none of the children below it.
     assert {issue["path"] for issue in operations.audit(root)["issues"]} == {BRANCH}
     write_file(root, BRANCH, good)
     fixed = operations.index(root)
-    assert fixed["added"] == 1 and fixed["quarantined"] == 0 and fixed["problems"] == []
+    assert fixed["changed"] == 1 and fixed["quarantined"] == 0 and fixed["problems"] == []
     assert quarantine_rows(root) == []
 
 

@@ -52,22 +52,39 @@ def test_verify_all_catches_an_index_that_disagrees_with_the_files(example):
 ZAATAR = "04 stm/kitchen/fermentation/zaatar-blend.md"
 
 
-def test_an_audit_error_quarantines_the_leaf_and_the_run_still_indexes(example):
+def test_an_unreadable_leaf_is_left_out_and_the_run_still_indexes(example):
     leaf = example / ZAATAR
-    leaf.write_text(leaf.read_text(encoding="utf-8").replace("Up: [[03 mtm", "Up: [[02 ltm"),
+    text = leaf.read_text(encoding="utf-8")
+    leaf.write_text("---\ntitle: [unclosed\n---\n" + text.split("---\n", 2)[-1],
                     encoding="utf-8")
     before = leaf.read_bytes()
     outcome = maintenance.maintain(example, verify_all=True)
     assert not outcome["ok"] and outcome["error"]["code"] == "maintain_problems"
     assert outcome["exit_code"] == maintenance.PROBLEMS_EXIT_CODE == 3
-    assert outcome["error"]["details"] == {"errors": 2, "warnings": 0, "quarantined": 1}
+    assert outcome["error"]["details"] == {"errors": 1, "warnings": 0, "quarantined": 1}
     assert outcome["quarantined"] == 1
     assert {(p["path"], p["code"]) for p in outcome["problems"]} == {
-        (ZAATAR, "link_not_canonical"), (ZAATAR, "link_parent_missing")}
+        (ZAATAR, "frontmatter_invalid")}
     assert outcome["steps"]["index"]["ok"] and outcome["steps"]["verify"]["mismatched"] == 0
     with sqlite3.connect(index_path(example)) as con:
         indexed = {path for (path,) in con.execute("SELECT path FROM docs")}
     assert ZAATAR not in indexed and len(indexed) == 11
+    assert leaf.read_bytes() == before  # reported, never repaired
+
+
+def test_a_link_problem_is_a_warning_and_the_leaf_stays_indexed(example):
+    leaf = example / ZAATAR
+    leaf.write_text(leaf.read_text(encoding="utf-8").replace("Up: [[03 mtm", "Up: [[02 ltm"),
+                    encoding="utf-8")
+    before = leaf.read_bytes()
+    outcome = maintenance.maintain(example, verify_all=True)
+    assert outcome["ok"] and "exit_code" not in outcome and outcome["quarantined"] == 0
+    assert {(p["path"], p["code"], p["level"]) for p in outcome["problems"]} == {
+        (ZAATAR, "link_not_canonical", "warning"), (ZAATAR, "link_parent_missing", "warning")}
+    assert outcome["steps"]["verify"]["mismatched"] == 0
+    with sqlite3.connect(index_path(example)) as con:
+        indexed = {path for (path,) in con.execute("SELECT path FROM docs")}
+    assert ZAATAR in indexed and len(indexed) == 12
     assert leaf.read_bytes() == before  # reported, never repaired
 
 

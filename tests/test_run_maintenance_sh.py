@@ -82,11 +82,12 @@ BROKEN_LEAF = "04 stm/kitchen/fermentation/zaatar-blend.md"
 
 @pytest.fixture
 def broken_forest(forest: Path) -> Path:
-    """A forest with one broken document: a leaf that links to its tree, skipping a layer."""
+    """A forest with one broken document: a leaf whose frontmatter does not parse (a link
+    problem alone would be indexed with a warning, and maintain would pass)."""
     leaf = forest / BROKEN_LEAF
-    leaf.write_text(leaf.read_text(encoding="utf-8").replace("Up: [[03 mtm", "Up: [[02 ltm"),
+    leaf.write_text("---\ntitle: [unclosed\n---\n" + leaf.read_text(encoding="utf-8"),
                     encoding="utf-8")
-    assert not operations.audit(forest)["ok"]
+    assert not operations.validate(forest)["ok"]
     return forest
 
 

@@ -181,6 +181,15 @@ def full_text(parsed: Parsed) -> tuple[str, str, str]:
             index_text(parsed.text))
 
 
+def unread_words(path: str, route: Route | None) -> tuple[str, str, str]:
+    """What a left-out file that could not be read is searched by: the words of its name
+    (a name that is not UTF-8, kept by the walk as surrogate escapes, by what of it is)."""
+    from .text import index_text
+
+    name = _path_words(route) if route else path.rsplit("/", 1)[-1]
+    return "", index_text(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")), ""
+
+
 def _path_words(route: Route) -> str:
     """The names in a path worth matching: tree, branch, leaf (not "04 stm" or ".md",
     which every document shares and which would only swell the index)."""
@@ -206,6 +215,8 @@ def write_file(con: sqlite3.Connection, parsed: Parsed, entry: Entry, held: bool
             store.delete(con, row.rowid)
         store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, parsed.route is not None,
                    facts.id if facts else None)
+        store.keep_words(con, path, full_text(parsed) if facts is not None
+                         else unread_words(path, parsed.route))
         return "deleted" if row is not None else "held"
     store.release(con, path)
     if row is not None and row.sha256 == facts.sha256:

@@ -114,7 +114,9 @@ def read_document(route: Route, raw: bytes, mtime_ns: int,
     except UnicodeDecodeError:
         facts.issues.append(Issue(route.path, "not_utf8", "file is not valid UTF-8"))
         facts.title = _stem(route.path)
-        return facts, "", []
+        # Such a file is left out of the index, but a query whose words it holds must say
+        # so: its readable words are what it is searched by, never what is shown.
+        return facts, raw.decode("utf-8", "replace").replace("\x00", " "), []
     fragments: list[Fragment] = []
     if route.layer.key == "istm":
         return facts, _read_istm(facts, text, fragments), fragments

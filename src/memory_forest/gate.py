@@ -9,7 +9,7 @@ receipt::
      "status": "evidence_found" | "no_evidence" | "noop",
      "lookup_required": bool, "lookup_completed": bool, "body_included": false,
      "route": {"count", "results"},
-     "retrieve": {"count", "trails", "unfiled", "ranking", "ranking_reason"},
+     "retrieve": {"count", "trails", "unfiled", "left_out", "ranking", "ranking_reason"},
      "turn_sha256", "turn_bytes", "turn_reduced", "unverified"}
 
 Decisions the receipt encodes:
@@ -29,6 +29,10 @@ Decisions the receipt encodes:
   re-hashed like the trails. They are evidence too (the status is
   ``evidence_found`` when only they match), and the hook context lists them,
   by path and id and never by text, as raw and unreviewed.
+- ``retrieve.left_out`` names (path and code) the files the index left out
+  because they cannot be read as documents, when they hold the turn's words.
+  They are not evidence (nothing in them was read for the turn or vouched
+  for), so they leave the status as it is; they say memory may hold more.
 - Size never blocks a turn. A turn over ``MAX_TURN_BYTES`` is reduced
   deterministically (``reduce_turn``: its last ``TAIL_BYTES`` plus the rarest
   words of the rest) and the receipt says ``turn_reduced: true``;
@@ -178,7 +182,8 @@ def _lookup(forest: Forest | str | Path, turn: str, digest: str, limit: int,
     unfiled = found.get("unfiled", [])
     status = "evidence_found" if results or trails or unfiled else "no_evidence"
     return _receipt(status, digest, size, reduced, results, trails, unfiled, required=True,
-                    ranking=found.get("ranking"), ranking_reason=found.get("ranking_reason"))
+                    ranking=found.get("ranking"), ranking_reason=found.get("ranking_reason"),
+                    left_out=found.get("left_out", []))
 
 
 def reduce_turn(con: Any, turn: str) -> str:
@@ -226,7 +231,8 @@ def _phase(call: Any, forest: Forest, turn: str, limit: int, strict: bool,
 def _receipt(status: str, turn_sha256: str, turn_bytes: int, reduced: bool,
              results: list[dict[str, Any]], trails: list[dict[str, Any]],
              unfiled: list[dict[str, Any]], required: bool, ranking: str | None = None,
-             ranking_reason: str | None = None) -> dict[str, Any]:
+             ranking_reason: str | None = None,
+             left_out: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """``ranking`` is what retrieve ranked with (None when no phase could search the turn),
     so a host can tell a fused answer from a keyword one without a second call."""
     from .retrieve import unverified
@@ -242,7 +248,8 @@ def _receipt(status: str, turn_sha256: str, turn_bytes: int, reduced: bool,
         "body_included": False,
         "route": {"count": len(results), "results": results},
         "retrieve": {"count": len(trails), "trails": trails, "unfiled": unfiled,
-                     "ranking": ranking, "ranking_reason": ranking_reason},
+                     "left_out": left_out or [], "ranking": ranking,
+                     "ranking_reason": ranking_reason},
         "turn_sha256": turn_sha256,
         "turn_bytes": turn_bytes,
         "turn_reduced": reduced,

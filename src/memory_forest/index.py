@@ -6,11 +6,13 @@ renames it into place, so readers see the old index or the new one, never a
 half-built one. An incremental build (``incremental.py``) applies every
 change in one transaction. Neither ever writes a canonical byte.
 
-A document with an error-level problem is quarantined: it has no row in
+A document that cannot be read as one is quarantined: it has no row in
 ``docs`` (an earlier row is removed) and one in ``quarantine`` with its stat
-and facts, so the index still accounts for every file on disk. Every
-standing problem is kept in ``problems``, so an incremental build reports
-the whole forest's problems while re-judging only what changed.
+and facts, so the index still accounts for every file on disk; its words are
+kept in ``left_out_terms``, so that a query can say a file it did not search
+holds them. Every standing problem is kept in ``problems``, so an
+incremental build reports the whole forest's problems while re-judging only
+what changed.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .building import (
     references,
     refuse_forest_faults,
     surveyed,
+    unread_words,
     write_file,
 )
 from .errors import ForestError
@@ -130,7 +133,7 @@ def _root(path: Path) -> Path:
 def build(root: Path, full: bool = False, progress: Progress | None = None) -> dict[str, Any]:
     """Check the forest, then bring the index up to date (caller holds the lock).
 
-    Only a forest-level fault raises; a document with an error is quarantined
+    Only a forest-level fault raises; a document that cannot be read is quarantined
     and reported in ``problems``.
     """
     started = time.perf_counter()
@@ -243,6 +246,7 @@ class _Read:
 
 def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None) -> _Read:
     from .parsing import parse
+    from .quarantine import keeps_out
 
     entries = snap.documents
     read = _Read(len(entries))
@@ -253,7 +257,12 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
             read.issues.extend(parsed.issues)
             if parsed.route is not None:
                 read.routes[parsed.path] = parsed.route
-            if parsed.facts is not None:
+            if parsed.facts is not None and any(map(keeps_out, parsed.facts.issues)):
+                # Left out whatever the rest of the forest says: its words go straight to
+                # 'left_out_terms', and 'terms' never carries (and has to forget) its text.
+                read.facts[parsed.path] = parsed.facts
+                store.keep_words(con, parsed.path, full_text(parsed))
+            elif parsed.facts is not None:
                 read.facts[parsed.path] = parsed.facts
                 read.rowids[parsed.path] = rowid = len(read.rowids) + 1
                 batch.append((rowid, parsed.route, parsed.facts,
@@ -276,7 +285,10 @@ def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage
     held = {path for path in triage.quarantined if path in snap.entries and "/" in path}
     for path in sorted(held):
         if path in read.rowids:
+            store.keep_indexed_words(con, path, read.rowids[path])
             store.delete(con, read.rowids[path])
+        elif path not in read.facts:
+            store.keep_words(con, path, unread_words(path, read.routes.get(path)))
         entry = snap.entries[path]
         facts = read.facts.get(path)
         store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, path in read.routes,

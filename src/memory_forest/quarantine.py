@@ -1,9 +1,13 @@
 """Sorting what validate and audit found into what blocks, what is left out, what is noted.
 
 Indexing is forgiving about what it reads: a problem in one file is that
-file's problem. Only a fault of the forest as a whole stops a build; a
-document with an error-level issue is quarantined (left out of the index and
-reported with its path); everything else is indexed, its warnings reported.
+file's problem. Only a fault of the forest as a whole stops a build. A
+document that cannot be read as one (bad UTF-8, frontmatter that does not
+parse, a file over the size limit) is quarantined: left out of the index and
+reported with its path. A document that reads fine but breaks a link rule,
+has lost its parent file or has a wide mode is indexed all the same (its
+owner comes from its path, which alone decides ownership) and its problem is
+reported as a warning.
 ``validate`` and ``audit`` stay strict and never go through here.
 """
 
@@ -16,6 +20,17 @@ from .issues import ERROR, WARNING, Issue
 
 # A wide mode is repairable ('doctor --repair') and says nothing about the content.
 MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
+# A broken link says nothing about whether the document can be read: a note written by
+# hand or in Obsidian (a sibling link, no 'Up:' line) is findable the moment it is indexed.
+# Ownership comes from the path alone, so a broken link never claims or loses an owner;
+# a parent whose child is gone keeps its place on every trail through it.
+LINK_CODES = frozenset({"link_lateral", "link_nonadjacent", "link_not_canonical",
+                        "link_unresolved", "link_parent_missing", "link_in_source_layer"})
+# A parent file that is gone (a branch deleted by hand): the path still names the owner,
+# and the trail says it is missing ('owner_not_indexed') rather than hiding the leaf.
+ORPHAN_CODES = frozenset({"parent_missing"})
+# What indexing reports and indexes all the same; 'validate' and 'audit' keep them errors.
+INDEXED_ANYWAY = MODE_CODES | LINK_CODES | ORPHAN_CODES
 # Faults no quarantine can route around: the index would describe a different forest.
 FOREST_FAULTS = frozenset({"layer_missing"})
 
@@ -42,16 +57,22 @@ class Triage(NamedTuple):
 
 
 def for_indexing(issues: list[Issue]) -> list[Issue]:
-    """Issues as indexing grades them: a wide mode is a warning, not an error."""
-    return sorted({issue._replace(level=WARNING) if issue.code in MODE_CODES else issue
+    """Issues as indexing grades them: a wide mode, a broken link or a missing parent is
+    a warning."""
+    return sorted({issue._replace(level=WARNING) if issue.code in INDEXED_ANYWAY else issue
                    for issue in issues})
+
+
+def keeps_out(issue: Issue) -> bool:
+    """Whether this issue (as validate or audit found it) keeps its file out of the index."""
+    return issue.level == ERROR and issue.code not in INDEXED_ANYWAY
 
 
 def triage(issues: list[Issue], dirs: list[str]) -> Triage:
     """Raise on a forest-level fault; otherwise name the paths to quarantine.
 
-    Every error-level issue on a file (or on a symlink or special file that
-    stands where a file would) quarantines that path. An error on a directory
+    Every error-level issue that ``keeps_out`` on a file (or on a symlink or
+    special file that stands where a file would) quarantines that path. An error on a directory
     is reported but quarantines nothing itself: the files under a badly
     shaped directory carry their own route errors.
     """
@@ -63,7 +84,7 @@ def triage(issues: list[Issue], dirs: list[str]) -> Triage:
                           "indexed until this is fixed",
                           {"issues": [issue.to_dict() for issue in faults]})
     folders = set(dirs)
-    quarantined = frozenset(issue.path for issue in problems if issue.level == ERROR
+    quarantined = frozenset(issue.path for issue in issues if keeps_out(issue)
                             and issue.path != "." and issue.path not in folders)
     return Triage(problems, quarantined)
 

@@ -45,6 +45,12 @@ MAX_LIMIT = 100
 # Unfiled captures follow the trails as raw evidence: a few, so that a pile of unprocessed
 # events never crowds out the reviewed memory an agent should read first.
 UNFILED_LIMIT = 5
+# Files left out of the index whose words a query holds: named so that an empty answer
+# is never mistaken for memory holding nothing. A few say that; more would be noise.
+LEFT_OUT_LIMIT = 5
+# Of a long query, the words the left-out files are searched for: its last ones, where a
+# question after a preamble sits. Enough for any question; bounded for a pasted log.
+LEFT_OUT_TERMS = 32
 DAY_S = 86_400
 
 # Trail weights, tuned on the LoCoMo development conversations (docs/benchmarks.md).
@@ -263,6 +269,8 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
     record has promoted yet (``no_unfiled`` leaves them out): raw evidence,
     re-hashed the same way. ``since``/``until`` bound the updated time of the
     document a trail ends at, and the observed time of an unfiled capture.
+    ``left_out`` names (path and code) the files the index could not read
+    that hold the query's words.
 
     When ``index --semantic`` turned semantic ranking on for the forest and
     the extra is installed, each query's candidates are the union of the
@@ -274,7 +282,8 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
     """
     from .envelope import result
 
-    queries = [_checked_query(query)]
+    own = _checked_query(query)
+    queries = [own]
     probes = query_plan.probes if query_plan is not None else []
     queries += [query_terms(probe.query) for probe in probes]
     texts = [query, *(probe.query for probe in probes)]
@@ -293,9 +302,10 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
             ranked = sorted(trails, key=lambda t: _rank_key(t, statuses))[:limit]
             _fill_nodes(con, ranked)
             unfiled = [] if no_unfiled else _unfiled(con, queries[0], window)
+            left_out = _left_out(con, own)
         check(forest, [*(node for trail in ranked for node in trail.nodes), *unfiled], strict)
     return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
-                  unfiled=unfiled, body_included=False, probes=len(queries) - 1,
+                  unfiled=unfiled, left_out=left_out, body_included=False, probes=len(queries) - 1,
                   ranking="lexical" if dense is None else "fused", ranking_reason=reason)
 
 
@@ -325,6 +335,16 @@ def _unfiled(con: sqlite3.Connection, terms: list[str],
              "anchor": fragment.anchor if fragment.kind == "entry" else None,
              "observed_at": fragment.observed_at, "score": score, "sha256": fragment.sha256}
             for fragment, score in found]
+
+
+def _left_out(con: sqlite3.Connection, terms: list[str]) -> list[dict[str, str]]:
+    """The files the index left out (unreadable as documents) that hold the query's own
+    words: path and code only, never a word of what they hold. The words are the query's
+    as written, not the ones chosen against the index: a word only a left-out file holds
+    is the very one to look for."""
+    match = any_of(terms[-LEFT_OUT_TERMS:])
+    return [{"path": path, "code": code}
+            for path, code in store.left_out_matching(con, match, LEFT_OUT_LIMIT)]
 
 
 def _trails(con: sqlite3.Connection, queries: list[list[str]], depth: int,

@@ -112,7 +112,7 @@ class Trail(BaseModel):
     complete: bool = Field(description="True when the trail runs XLTM, LTM, MTM, STM with "
                            "every owner in the index.")
     missing: list[str] = Field(description="Owners on the trail's route that the index does "
-                               "not hold (left out for a problem of their own).")
+                               "not hold (gone, or left out as unreadable).")
     reason: Literal["owner_not_indexed", "no_leaf"] | None = Field(
         description="Why the trail is partial: owner_not_indexed (see missing) or no_leaf "
         "(it ends above an STM leaf); null when complete.")
@@ -142,11 +142,20 @@ class Unfiled(BaseModel):
     read_error: str | None
 
 
+class LeftOut(BaseModel):
+    """A file left out of the index (it cannot be read as a document) that holds the words
+    searched: path and code only, not evidence; 'memory-forest validate ROOT' names the fix."""
+
+    path: str
+    code: str
+
+
 class RetrieveResult(Result):
     count: int
     trails: list[Trail]
     unfiled: list[Unfiled] = Field(description="After the trails: at most 5 matching captures "
                                    "no record has promoted; empty with no_unfiled.")
+    left_out: list[LeftOut] = Field(description="At most 5, after the unfiled captures.")
     body_included: Literal[False]
     probes: int
     ranking: Literal["fused", "lexical"] = Field(
@@ -458,6 +467,7 @@ class GateRetrieve(BaseModel):
     trails: list[Trail]
     unfiled: list[Unfiled] = Field(description="Raw captures no record has promoted yet that "
                                    "match the turn: unreviewed evidence.")
+    left_out: list[LeftOut]
     ranking: Literal["fused", "lexical"] | None = Field(
         description="What retrieve ranked with; null when the turn had no searchable word.")
     ranking_reason: str | None = Field(
