@@ -164,16 +164,20 @@ def test_a_node_first_seen_atop_a_partial_trail_moves_under_its_parent(shared_ex
 
 def test_files_left_out_of_the_index_are_listed_by_path_only_in_the_json(shared_example):
     receipt = gate.consult(shared_example, b"kimchi")
-    receipt["left_out"] = [{"path": "04 stm/kitchen/fermentation/NOTE_TO_ASSISTANT.md"},
-                           "04 stm/kitchen/fermentation/broken.md"]
+    receipt["retrieve"]["left_out"] = [
+        {"path": "04 stm/kitchen/fermentation/NOTE_TO_ASSISTANT.md", "code": "not_utf8"},
+        {"path": "04 stm/kitchen/fermentation/broken.md", "code": "frontmatter_invalid"}]
     prose, context = hook_context(hookcontext.hook_output(receipt))
-    assert "2 file(s) the index left out match the turn" in prose
+    assert "2 file(s) that match the turn could not be read" in prose
+    assert "memory-forest validate" in prose
     assert "NOTE_TO_ASSISTANT" not in prose and "broken" not in prose
     assert context["untrusted"]["left_out"] == [
         "04 stm/kitchen/fermentation/NOTE_TO_ASSISTANT.md",
         "04 stm/kitchen/fermentation/broken.md"]
     # Over budget they go before any trail does.
-    receipt["left_out"] = [f"04 stm/kitchen/fermentation/left-{n:03}.md" for n in range(60)]
+    receipt["retrieve"]["left_out"] = [
+        {"path": f"04 stm/kitchen/fermentation/left-{n:03}.md", "code": "not_utf8"}
+        for n in range(60)]
     text = hookcontext.context(receipt, DEFAULT_CONTEXT_BYTES)
     context = json.loads(text.split("\n", 1)[1])
     assert len(text.encode()) <= DEFAULT_CONTEXT_BYTES and trail_ends(context) == {1: KIMCHI}

@@ -169,8 +169,13 @@ def test_a_file_that_cannot_be_read_is_named_left_out_and_nothing_of_it_is_shown
     assert code == 0 and receipt["status"] == "no_evidence"
     assert receipt["retrieve"]["left_out"] == [{"path": pasted, "code": "not_utf8"}]
     assert "secretword" not in stdout and "3:1" not in stdout  # metadata only
-    code, hook = gate(root, "What was the quokka sriracha ratio?", "--format", "claude-code")
-    assert code == 0 and "secretword" not in hook and "3:1" not in hook
+    code, hook = gate(root, json.dumps({"prompt": "What was the quokka sriracha ratio?"}),
+                      "--format", "claude-code")
+    context = json.loads(hook)["hookSpecificOutput"]["additionalContext"]
+    prose, tree = context.split("\n", 1)
+    assert code == 0 and json.loads(tree)["untrusted"]["left_out"] == [pasted]
+    assert "could not be read" in prose and pasted not in prose
+    assert "secretword" not in hook and "3:1" not in hook
 
     code, validated = cli_json("validate", root)
     assert code == 1 and (pasted, "not_utf8") in {
