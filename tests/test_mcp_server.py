@@ -37,11 +37,14 @@ class Session:
 
     async def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         result = wire(await self.session.call_tool(name, arguments or {}))
-        structured = result["structuredContent"]
+        outcome = json.loads(result["content"][0]["text"])
+        if result.get("isError", False):
+            # An error has no structured content: the output schema describes a success.
+            assert "structuredContent" not in result and outcome["ok"] is False
+            return outcome
         # The text content carries the same object, for clients that ignore structure.
-        assert json.loads(result["content"][0]["text"]) == structured
-        assert structured["ok"] is not result.get("isError", False)
-        return structured
+        assert result["structuredContent"] == outcome and outcome["ok"] is True
+        return outcome
 
     async def error(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = await self.call(name, arguments)
