@@ -6,19 +6,24 @@ Schema of its arguments (a strict, closed model generated from the
 operation's parameters, ``arguments_model``) and of its result (the
 ``schemas`` model the operation names), MCP annotations (``readOnlyHint``
 and, for a writer, ``destructiveHint`` from the catalog, and a closed world:
-the forest is local), and answers with structured content.
+the forest is local), and answers a success with structured content.
 
-A failure is a tool error (``isError: true``) whose structured content is
-the same ``{"ok": false, "operation", "error": {"code", "message",
-"details"}}`` object the CLI prints, with the same stable code. Arguments
-that do not fit the schema fail with ``usage_error``, naming the fields but
-never echoing their values. Unexpected exceptions are reported by class
-only. The server never logs memory text (arguments, events, bodies) and
-writes only through the writer tools (``capture``, ``remember``,
-``consolidate``, ``proposals_accept``, ``proposals_reject``): library calls
-that write only inside the forest (and the lock directory beside it), never
-read a file the caller names, and take the forest lock themselves for the one
-write, so an idle server holds no lock.
+A failure is a tool error (``isError: true``) with one text block: the
+same ``{"ok": false, "operation", "error": {"code", "message", "details"}}``
+object the CLI prints, with the same stable code, and no structured content.
+The output schema describes the success, and the TypeScript SDK checks
+structured content against it even on an error result, so an error object
+there would reach its clients as a schema mismatch instead of its code.
+Arguments that do not fit the schema fail with ``usage_error``, naming the
+fields but never echoing their values. Unexpected exceptions are reported by
+class only. The server reads its stdio frames itself (``mcp_frames``): a
+repeated key is refused with the CLI's code and every malformed line gets a
+JSON-RPC error. The server never logs memory text (arguments, events,
+bodies) and writes only through the writer tools (``capture``,
+``remember``, ``consolidate``, ``proposals_accept``, ``proposals_reject``):
+library calls that write only inside the forest (and the lock directory
+beside it), never read a file the caller names, and take the forest lock
+themselves for the one write, so an idle server holds no lock.
 
 Range checks the library makes itself (limits, layer names, names, titles,
 transaction ids, events) are published in the schema but left to the
