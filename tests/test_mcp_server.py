@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -58,7 +59,9 @@ def serve(root: Path, scenario: Callable[[Session], Awaitable[None]], errlog: Pa
     from mcp.client.stdio import stdio_client
 
     async def main() -> None:
-        params = StdioServerParameters(command=sys.executable, env=env,
+        # The SDK would start the server with a minimal environment; the test's own
+        # (PYTHONPATH included) makes it run the code under test.
+        params = StdioServerParameters(command=sys.executable, env={**os.environ, **(env or {})},
                                        args=["-m", "memory_forest", "serve", str(root)])
         with errlog.open("w") as log:
             async with stdio_client(params, errlog=log) as (read, write):
@@ -524,6 +527,12 @@ def test_the_frame_screen_passes_messages_and_answers_the_rest():
     assert reply["id"] == "q" and reply["result"]["isError"] is True
     assert outcome["operation"] == "open" and outcome["error"]["details"] == {
         "reason": "too_deep"}
+    # A repeated key is refused, never read as its last value.
+    repeated = ('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"route",'
+                '"arguments":{"query":"a","query":"kimchi"}}}')
+    assert json.loads(answer(repeated)["result"]["content"][0]["text"])["error"] == {
+        "code": "usage_error", "message": "invalid arguments (query): not strict JSON "
+        "(duplicate key)", "details": {"reason": "duplicate_key", "fields": ["query"]}}
     # An event that would be refused on the CLI for NaN is refused with the same code.
     nan = ('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"capture",'
            '"arguments":{"events":{"observed_at":"2026-12-01T08:00:00Z","source":"s",'

@@ -236,7 +236,8 @@ def python_client(root: Path, calls: list[tuple[str, dict[str, Any]]],
     results: list[dict[str, Any]] = []
 
     async def main() -> None:
-        params = StdioServerParameters(command=sys.executable, args=server(root)[1:])
+        params = StdioServerParameters(command=sys.executable, args=server(root)[1:],
+                                       env=dict(os.environ))  # the code under test
         with errlog.open("w") as log:
             async with stdio_client(params, errlog=log) as (read, write):
                 async with ClientSession(read, write) as session:
