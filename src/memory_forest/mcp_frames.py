@@ -54,7 +54,7 @@ STRICT_KINDS = ("duplicate_key", "lone_surrogate", "non_finite", "too_deep")
 MAX_DIGITS = 64
 
 
-class _Object(dict):  # type: ignore[type-arg]
+class _Object(dict):
     """A parsed JSON object that keeps its pairs as written, a repeated key included."""
 
     __slots__ = ("pairs",)
@@ -287,7 +287,7 @@ async def stdio(message_of: Callable[[dict[str, Any]], Any]) -> AsyncIterator[tu
     ``message_of`` turns a frame that passed the screen into the SDK's
     message; what it refuses is answered as an invalid request.
     """
-    import anyio
+    import anyio  # installed with the optional SDK, like everything that calls this
 
     wire_in, wire_out, restore = _claim()
     inbound_writer, inbound = anyio.create_memory_object_stream(0)
