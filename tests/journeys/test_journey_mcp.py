@@ -44,13 +44,16 @@ def event(event_id: str, text: str, day: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def inspector(request: pytest.FixtureRequest) -> Path:
-    """The Inspector's package directory, installed once and kept in pytest's cache."""
+def inspector(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Inspector's package directory, installed once and kept in pytest's cache
+    (in a temporary directory when the cache is turned off)."""
     for tool in ("node", "npm"):
         if shutil.which(tool) is None:
             pytest.fail(f"'{tool}' is not on PATH: the MCP Inspector tests need Node.js "
                         "(apt-get install nodejs npm)")
-    prefix = Path(request.config.cache.mkdir("mcp-inspector-0.15.0"))
+    cache = getattr(request.config, "cache", None)
+    prefix = Path(cache.mkdir("mcp-inspector-0.15.0")) if cache is not None \
+        else tmp_path_factory.mktemp("mcp-inspector")
     package = prefix / "node_modules" / "@modelcontextprotocol"
     if not (package / "inspector-cli" / "build" / "index.js").is_file():
         done = subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit",
