@@ -382,10 +382,13 @@ def _claim() -> tuple[BinaryIO, BinaryIO, Callable[[], None]]:
         saved = os.dup(0), os.dup(1)
     except OSError:  # no descriptors to spare: serve the streams in place
         return sys.stdin.buffer, sys.stdout.buffer, lambda: None
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+    except OSError:  # no stderr to divert to: the copies still carry the protocol
+        pass
 
     def restore() -> None:
         for fd, copy in zip((0, 1), saved, strict=True):
