@@ -342,8 +342,11 @@ def mcp_session(root: Path, rng: random.Random, count: int) -> tuple[int, list[s
             break
         message = json.loads(line)
         answered.add(message.get("id"))
-        code = (message.get("result", {}).get("structuredContent") or {}).get("error", {})
-        if code.get("code") == "internal_error":
+        result = message.get("result", {})
+        # A tool error is the JSON envelope as text, with no structured content.
+        error = json.loads(result["content"][0]["text"]).get("error", {}) \
+            if result.get("isError") else {}
+        if error.get("code") == "internal_error":
             problems.append(f"id {message['id']}: internal_error")
     killer.cancel()
     proc.stdin.close()

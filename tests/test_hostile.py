@@ -526,8 +526,8 @@ def test_the_mcp_server_answers_requests_its_sdk_cannot_parse(shared_example):
     answers = _mcp_exchange(shared_example, lines, want=6)
     for request_id in (2, 3, 5):
         result = answers[request_id]["result"]
-        assert result["isError"] is True
-        assert result["structuredContent"]["error"]["code"] == "usage_error"
+        assert result["isError"] is True and "structuredContent" not in result
+        assert json.loads(result["content"][0]["text"])["error"]["code"] == "usage_error"
     assert answers[4]["error"]["code"] == -32600
     assert answers[6]["result"]["isError"] is False
 

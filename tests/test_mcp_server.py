@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -37,11 +38,14 @@ class Session:
 
     async def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         result = wire(await self.session.call_tool(name, arguments or {}))
-        structured = result["structuredContent"]
+        outcome = json.loads(result["content"][0]["text"])
+        if result.get("isError", False):
+            # An error has no structured content: the output schema describes a success.
+            assert "structuredContent" not in result and outcome["ok"] is False
+            return outcome
         # The text content carries the same object, for clients that ignore structure.
-        assert json.loads(result["content"][0]["text"]) == structured
-        assert structured["ok"] is not result.get("isError", False)
-        return structured
+        assert result["structuredContent"] == outcome and outcome["ok"] is True
+        return outcome
 
     async def error(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = await self.call(name, arguments)
@@ -55,7 +59,9 @@ def serve(root: Path, scenario: Callable[[Session], Awaitable[None]], errlog: Pa
     from mcp.client.stdio import stdio_client
 
     async def main() -> None:
-        params = StdioServerParameters(command=sys.executable, env=env,
+        # The SDK would start the server with a minimal environment; the test's own
+        # (PYTHONPATH included) makes it run the code under test.
+        params = StdioServerParameters(command=sys.executable, env={**os.environ, **(env or {})},
                                        args=["-m", "memory_forest", "serve", str(root)])
         with errlog.open("w") as log:
             async with stdio_client(params, errlog=log) as (read, write):
@@ -488,3 +494,48 @@ def test_a_forest_with_vectors_is_served_without_the_semantic_extra(forest, tmp_
         assert found["trails"][0]["nodes"][-1]["path"] == "04 stm/kitchen/fermentation/pantry.md"
 
     serve(forest, scenario, tmp_path / "server.log", env={"PYTHONPATH": str(shadow.parent)})
+
+
+# --- framing: what the server's own line reader passes on and answers -----------------------
+
+
+def test_the_frame_screen_passes_messages_and_answers_the_rest():
+    from memory_forest.mcp_frames import screen
+
+    def answer(line: str) -> Any:
+        message, reply = screen(line.encode())
+        assert message is None
+        return reply
+
+    request = '{"jsonrpc":"2.0","id":-9007199254740991,"method":"tools/list"}'
+    assert screen(request.encode()) == (json.loads(request), None)
+    response = '{"jsonrpc":"2.0","id":"s-1","result":{}}'  # the client answering the server
+    assert screen(response.encode())[0] == json.loads(response)
+    # One past what a JavaScript client holds exactly, or null: not an id to echo.
+    for bad in ("-9007199254740992", "null"):
+        refused = answer(f'{{"jsonrpc":"2.0","id":{bad},"method":"tools/list"}}')
+        assert refused["id"] is None and refused["error"]["code"] == -32600
+    # A response may not carry both a result and an error; a notification is never answered.
+    assert answer('{"jsonrpc":"2.0","id":3,"result":{},"error":{}}')["id"] == 3
+    assert answer('{"jsonrpc":"2.0","method":"notifications/x","params":{"a":1,"a":1}}') is None
+    assert answer("  \n") is None
+    # Too deep to parse: the id, method and tool name are still found for the tool error.
+    deep = ('{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"open",'
+            '"arguments":{"path":' + "[" * 70 + "]" * 70 + "}}}")
+    reply = answer(deep)
+    outcome = json.loads(reply["result"]["content"][0]["text"])
+    assert reply["id"] == "q" and reply["result"]["isError"] is True
+    assert outcome["operation"] == "open" and outcome["error"]["details"] == {
+        "reason": "too_deep"}
+    # A repeated key is refused, never read as its last value.
+    repeated = ('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"route",'
+                '"arguments":{"query":"a","query":"kimchi"}}}')
+    assert json.loads(answer(repeated)["result"]["content"][0]["text"])["error"] == {
+        "code": "usage_error", "message": "invalid arguments (query): not strict JSON "
+        "(duplicate key)", "details": {"reason": "duplicate_key", "fields": ["query"]}}
+    # An event that would be refused on the CLI for NaN is refused with the same code.
+    nan = ('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"capture",'
+           '"arguments":{"events":{"observed_at":"2026-12-01T08:00:00Z","source":"s",'
+           '"kind":"note","payload":NaN}}}}')
+    assert json.loads(answer(nan)["result"]["content"][0]["text"])["error"]["code"] == \
+        "capture_non_finite"

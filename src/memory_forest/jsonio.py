@@ -44,7 +44,7 @@ def loads_strict(text: str | bytes) -> Any:
             raise StrictJSONError("syntax", "not UTF-8") from None
     if not is_utf8(text):
         raise StrictJSONError("lone_surrogate", "text holds a lone surrogate")
-    _check_depth(text)
+    check_depth(text)
     try:
         data = json.loads(
             text,
@@ -78,7 +78,7 @@ def check_value(value: Any) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def _check_depth(text: str) -> None:
+def check_depth(text: str) -> None:
     """Refuse nesting beyond ``MAX_DEPTH`` without recursing (strings are skipped)."""
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return  # too few brackets to nest that deep: the common case costs two counts

@@ -6,19 +6,24 @@ Schema of its arguments (a strict, closed model generated from the
 operation's parameters, ``arguments_model``) and of its result (the
 ``schemas`` model the operation names), MCP annotations (``readOnlyHint``
 and, for a writer, ``destructiveHint`` from the catalog, and a closed world:
-the forest is local), and answers with structured content.
+the forest is local), and answers a success with structured content.
 
-A failure is a tool error (``isError: true``) whose structured content is
-the same ``{"ok": false, "operation", "error": {"code", "message",
-"details"}}`` object the CLI prints, with the same stable code. Arguments
-that do not fit the schema fail with ``usage_error``, naming the fields but
-never echoing their values. Unexpected exceptions are reported by class
-only. The server never logs memory text (arguments, events, bodies) and
-writes only through the writer tools (``capture``, ``remember``,
-``consolidate``, ``proposals_accept``, ``proposals_reject``): library calls
-that write only inside the forest (and the lock directory beside it), never
-read a file the caller names, and take the forest lock themselves for the one
-write, so an idle server holds no lock.
+A failure is a tool error (``isError: true``) with one text block: the
+same ``{"ok": false, "operation", "error": {"code", "message", "details"}}``
+object the CLI prints, with the same stable code, and no structured content.
+The output schema describes the success, and the TypeScript SDK checks
+structured content against it even on an error result, so an error object
+there would reach its clients as a schema mismatch instead of its code.
+Arguments that do not fit the schema fail with ``usage_error``, naming the
+fields but never echoing their values. Unexpected exceptions are reported by
+class only. The server reads its stdio frames itself (``mcp_frames``): a
+repeated key is refused with the CLI's code and every malformed line gets a
+JSON-RPC error. The server never logs memory text (arguments, events,
+bodies) and writes only through the writer tools (``capture``,
+``remember``, ``consolidate``, ``proposals_accept``, ``proposals_reject``):
+library calls that write only inside the forest (and the lock directory
+beside it), never read a file the caller names, and take the forest lock
+themselves for the one write, so an idle server holds no lock.
 
 Range checks the library makes itself (limits, layer names, names, titles,
 transaction ids, events) are published in the schema but left to the
@@ -64,16 +69,15 @@ def _sdk() -> Any:
         import anyio
         import mcp.types as types
         from mcp.server.lowlevel import Server
-        from mcp.server.stdio import stdio_server
     except ImportError:
         raise ForestError("mcp_sdk_missing", "the MCP server needs the optional 'mcp' "
                           f"package; install it with: {INSTALL_HINT}") from None
-    return anyio, types, Server, stdio_server
+    return anyio, types, Server
 
 
 def tools() -> list[Any]:
     """The published tool list, one per catalog operation with a tool description."""
-    _, types, _, _ = _sdk()
+    _, types, _ = _sdk()
     return [types.Tool(**tool_listing(operation), annotations=types.ToolAnnotations(
         title=operation.title, readOnlyHint=not operation.writes,
         destructiveHint=operation.destructive if operation.writes else None,
@@ -175,141 +179,38 @@ def serve(forest: Any) -> None:
     from .forest import Forest
 
     root = Forest.of(forest).root
-    anyio, _, _, _ = _sdk()
+    anyio, _, _ = _sdk()
     anyio.run(_serve, root)
 
 
 async def _serve(root: Path) -> None:
-    anyio, types, server_class, stdio_server = _sdk()
+    from mcp.shared.message import SessionMessage
+
+    from .jsonio import dumps
+    from .mcp_frames import stdio, tool_error
+
+    anyio, types, server_class = _sdk()
     published = tools()
 
     async def list_tools() -> list[Any]:
         return published
 
     async def call_tool(name: str, arguments: dict[str, Any] | None) -> Any:
-        from .jsonio import dumps
-
         outcome = await anyio.to_thread.run_sync(call, root, name, arguments)
+        if not outcome["ok"]:
+            return types.CallToolResult.model_validate(tool_error(outcome))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=dumps(outcome))],
-            structuredContent=outcome,
-            isError=not outcome["ok"],
-        )
+            structuredContent=outcome, isError=False)
+
+    def message_of(frame: dict[str, Any]) -> Any:
+        adapter = getattr(types, "jsonrpc_message_adapter", None)  # 2.x; 1.x has a root model
+        return SessionMessage(adapter.validate_python(frame) if adapter is not None
+                              else types.JSONRPCMessage.model_validate(frame))
 
     server = _server(server_class, types, list_tools, call_tool)
-    async with stdio_server() as (read_stream, write_stream):
-        screened_writer, screened = anyio.create_memory_object_stream(0)
-        async with anyio.create_task_group() as group:
-            group.start_soon(_screen, read_stream, screened_writer, write_stream, types)
-            await server.run(screened, write_stream, server.create_initialization_options())
-            group.cancel_scope.cancel()
-
-
-async def _screen(read_stream: Any, forward: Any, write_stream: Any, types: Any) -> None:
-    """Pass the client's messages on, answering the lines the SDK could not parse.
-
-    The SDK's transport turns a line its JSON parser refuses (a lone
-    surrogate such as ``"\\ud800"``, nesting past its recursion limit) into
-    an exception that its session only logs, so the client would wait
-    forever. A request whose id can still be found gets an answer here: a
-    ``tools/call`` a tool error with the stable code, anything else a
-    JSON-RPC invalid-request error.
-    """
-    async with forward:
-        async for message in read_stream:
-            answer = _refusal(message, types) if isinstance(message, Exception) else None
-            if answer is not None:
-                await write_stream.send(answer)
-            else:
-                await forward.send(message)
-
-
-def _refusal(exc: Exception, types: Any) -> Any:
-    """The answer to the request held by an unparsable line, or None when it is no request."""
-    from mcp.shared.message import SessionMessage
-
-    from .jsonio import StrictJSONError, loads_strict
-
-    line = _refused_line(exc)
-    request_id, method = _top_level(line, "id"), _top_level(line, "method")
-    if not isinstance(method, str) or isinstance(request_id, bool) \
-            or not isinstance(request_id, int | str):
-        return None  # a notification, or a client's response: nothing to answer
-    try:
-        loads_strict(line)
-    except StrictJSONError as error:
-        reason = error.kind
-    else:
-        reason = "syntax"
-    if method == "tools/call":
-        from .envelope import result
-        from .jsonio import dumps
-
-        outcome = result(_top_level_name(line), ok=False, error={
-            "code": "usage_error",
-            "message": f"invalid arguments: the request is not strict JSON ({reason})",
-            "details": {"reason": reason}})
-        answer: dict[str, Any] = {"result": types.CallToolResult(
-            content=[types.TextContent(type="text", text=dumps(outcome))],
-            structuredContent=outcome, isError=True,
-        ).model_dump(by_alias=True, exclude_none=True, mode="json")}
-    else:
-        answer = {"error": {"code": -32600, "message": f"invalid request ({reason})"}}
-    raw = {"jsonrpc": "2.0", "id": request_id, **answer}
-    adapter = getattr(types, "jsonrpc_message_adapter", None)
-    message = (adapter.validate_python(raw) if adapter is not None
-               else types.JSONRPCMessage.model_validate(raw))
-    return SessionMessage(message)
-
-
-def _refused_line(exc: Exception) -> str:
-    """The raw line behind the SDK's parse error (pydantic keeps it as the error's input)."""
-    errors = getattr(exc, "errors", None)
-    try:
-        line = errors()[0].get("input") if callable(errors) else None
-    except (IndexError, TypeError, ValueError):
-        line = None
-    return line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line or "")
-
-
-def _top_level_name(line: str) -> str:
-    """The tool's name from the request line, when it can be read; else ``tools/call``."""
-    params = _top_level(line, "params", whole=True)
-    name = params.get("name") if isinstance(params, dict) else None
-    return name if isinstance(name, str) and name.isprintable() and len(name) <= 64 \
-        else "tools/call"
-
-
-def _top_level(line: str, key: str, whole: bool = False) -> Any:
-    """The value of a top-level ``key`` of a JSON object line, found without parsing the rest.
-
-    Only a scalar is read (with ``whole``, any value the stdlib parser can
-    read); anything else is None.
-    """
-    import json
-
-    from .jsonio import TOKEN
-
-    depth = 0
-    for match in TOKEN.finditer(line):
-        token = match.group()
-        if token in ("[", "{"):
-            depth += 1
-        elif token in ("]", "}"):
-            depth -= 1
-        elif depth == 1 and token == json.dumps(key):
-            rest = line[match.end():].lstrip()
-            if not rest.startswith(":"):
-                continue
-            value_text = rest[1:].lstrip()
-            if not whole and value_text[:1] in ("[", "{"):
-                return None
-            try:
-                value, _ = json.JSONDecoder().raw_decode(value_text)
-            except (ValueError, RecursionError):
-                return None
-            return value
-    return None
+    async with stdio(message_of) as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def _server(server_class: Any, types: Any, list_tools: Any, call_tool: Any) -> Any:
