@@ -43,13 +43,13 @@ def test_twenty_concurrent_captures_each_land_exactly_once(example_forest, tmp_p
     assert_whole(example_forest)
 
 
-def test_a_second_writer_fails_at_once_with_lock_held(example_forest, tmp_path):
+def test_a_second_writer_with_wait_0_fails_at_once_with_lock_held(example_forest, tmp_path):
     before = contents(example_forest)
     source = tmp_path / "e.jsonl"
     source.write_bytes(jsonl([event(1)]))
     owner = lock.acquire(example_forest, "index")
     try:
-        proc = popen("capture", example_forest, "--file", source)
+        proc = popen("capture", example_forest, "--file", source, "--wait", "0")
         out, _ = proc.communicate(timeout=60)
     finally:
         lock.release(example_forest, owner)
