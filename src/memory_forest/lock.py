@@ -398,8 +398,8 @@ def _held_error(root: Path) -> ForestError:
             "'memory-forest unlock ROOT --stale'",
             _details(info),
         )
-    return ForestError("lock_held", "another writer holds the forest lock; try again later",
-                       _details(info))
+    return ForestError("lock_held", "another writer holds the forest lock; run the command "
+                       "again, or give it longer with --wait SECONDS", _details(info))
 
 
 def _details(info: dict[str, Any]) -> dict[str, Any]:
