@@ -57,14 +57,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ForestError, usage_error
-from .lockline import Line
+from .lockline import MAX_WAIT_SECONDS, Line
 from .safety import mkdir_private, write_new_private
 from .testhooks import crash_point
 
 OWNER = "owner.json"
 GRACE_ENV = "MEMORY_FOREST_LOCK_GRACE_SECONDS"
 DEFAULT_GRACE_SECONDS = 60.0
-MAX_WAIT_SECONDS = 3600.0
 _STALE_CHECK_SECONDS = 0.25  # how often a waiter looks whether the holder died
 _PRIVATE = ("token", "ticket")  # never shown: the token proves ownership, the ticket is internal
 _STAGED, _RETIRED = ".new", ".old"

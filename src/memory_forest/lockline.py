@@ -16,6 +16,8 @@ A waiter that dies leaves its staged directory, but never blocks the line:
 
 - **Dead on this host.** Its pid is gone, so its ticket no longer counts
   (and the next acquire removes it as debris, as before).
+- **Too old.** No writer waits longer than ``MAX_WAIT_SECONDS``, so an
+  older ticket is debris whatever its pid says.
 - **Unprovable.** A ticket from another host, a pid reused by an unrelated
   process, a waiter stopped with SIGSTOP: once the lock has been seen free
   for ``PATIENCE_SECONDS`` in a row while such a ticket stays ahead, the
@@ -35,7 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-PATIENCE_SECONDS = 0.5
+MAX_WAIT_SECONDS = 3600.0  # the longest any writer waits: an older ticket waits no more
+PATIENCE_SECONDS = 1.0
 FIRST_POLL_SECONDS = 0.005  # the first in line claims a released lock at once
 BEHIND_POLL_SECONDS = 0.02  # the others only watch the line: each look lists the folder
 
@@ -79,6 +82,7 @@ class Line:
             entries = list(os.scandir(self.path.parent))
         except OSError:
             return False  # cannot see the line: claim as before it existed
+        oldest = time.time_ns() - int(MAX_WAIT_SECONDS * 1e9)
         for entry in entries:
             name = entry.name
             if name == self.place[1] or not self.is_ticket(name):
@@ -87,7 +91,7 @@ class Line:
             if owner is None or type(owner.get("ticket")) is not int:
                 continue  # still being staged (it arrives after us), or an older version's
             ticket = owner["ticket"]
-            if (ticket, name) < self.place and not self.dead(owner):
+            if oldest <= ticket and (ticket, name) < self.place and not self.dead(owner):
                 return True
         return False
 
