@@ -17,14 +17,14 @@ A waiter that dies leaves its staged directory, but never blocks the line:
 - **Dead on this host.** Its pid is gone, so its ticket no longer counts
   (and the next acquire removes it as debris, as before).
 - **Too old.** No writer waits longer than ``MAX_WAIT_SECONDS``, so an
-  older ticket is debris whatever its pid says.
+  older ticket no longer counts, whatever its pid says.
 - **Unprovable.** A ticket from another host, a pid reused by an unrelated
   process, a waiter stopped with SIGSTOP: once the lock has been seen free
   for ``PATIENCE_SECONDS`` in a row while such a ticket stays ahead, the
   waiters behind it stop deferring to it. A live first waiter polls every
   few milliseconds, so a lock left free that long has nobody taking it.
 
-Within a waiter's deadline the lock is therefore never left free while
+So a released lock never stays free longer than ``PATIENCE_SECONDS`` while
 someone waits, and a waiter whose deadline passes makes one last claim
 whatever the line says before it gives up with ``lock_held``.
 """
