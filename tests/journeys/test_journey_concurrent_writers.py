@@ -5,7 +5,8 @@ writers started together here use default flags, through the real CLI in
 separate processes, and every one must be acknowledged; the forest must then
 hold each fact and event exactly once, pass validate and audit, and answer
 retrieve with each fact. ``--wait 0`` still fails at once; waiters are served
-in the order they arrived, and one killed while waiting blocks nobody.
+in the order they arrived, and one killed while waiting blocks nobody; an
+agent over MCP waits its turn without asking for it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
 from memory_forest import lock
@@ -181,3 +183,53 @@ def test_a_waiter_killed_in_line_blocks_nobody(example_forest):
     assert "after-kill-1" in stored and "killed-1" not in stored
     assert beside(root) == []  # the dead waiter's ticket went with the next acquire
     assert run_cli("audit", root, "--json").json()["ok"]
+
+
+def rpc(proc: subprocess.Popen[str], message: dict) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+
+
+def answer(proc: subprocess.Popen[str], request_id: int) -> dict:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            return message
+    raise AssertionError(f"the server closed without answering request {request_id}")
+
+
+def test_an_agent_over_mcp_waits_its_turn_without_asking(example_forest, tmp_path):
+    """The MCP writer tools wait by default too: a remember sent while a maintenance job
+    holds the lock is answered once the job is done, not refused."""
+    pytest.importorskip("mcp")
+    root = example_forest
+    server = subprocess.Popen([sys.executable, "-m", "memory_forest", "serve", str(root)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=(tmp_path / "serve.log").open("w"), text=True)
+    try:
+        rpc(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "journey", "version": "0"}}})
+        assert "result" in answer(server, 1)
+        rpc(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        owner = lock.acquire(root, "maintain")
+        try:
+            rpc(server, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "remember", "arguments": {
+                    "tree": "kitchen", "branch": "pickles", "leaf": "jar-mcp",
+                    "title": "Jar MCP", "content": "The glimmerwick jar waited its turn."}}})
+            until_waiting(root, server)
+        finally:
+            lock.release(root, owner)
+        reply = answer(server, 2)["result"]
+        assert reply.get("isError") is not True, reply
+        assert reply["structuredContent"]["path"] == "04 stm/kitchen/pickles/jar-mcp.md"
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=60)
+    found = run_cli("retrieve", root, "glimmerwick", "--json").json()
+    assert [trail["nodes"][-1]["path"] for trail in found["trails"]] == [
+        "04 stm/kitchen/pickles/jar-mcp.md"]
