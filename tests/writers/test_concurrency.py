@@ -23,12 +23,14 @@ def popen(*args) -> subprocess.Popen:
 
 
 def test_twenty_concurrent_captures_each_land_exactly_once(example_forest, tmp_path):
+    """A hook's capture is its only record of an event: twenty at once, none told to wait,
+    all land."""
     operations.index(example_forest)
     procs = []
     for n in range(20):
         source = tmp_path / f"e{n}.jsonl"
         source.write_bytes(jsonl([event(n, event_id=f"c{n}-a"), event(n, event_id=f"c{n}-b")]))
-        procs.append(popen("capture", example_forest, "--file", source, "--wait", "60"))
+        procs.append(popen("capture", example_forest, "--file", source))  # default flags
     acknowledged = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)
