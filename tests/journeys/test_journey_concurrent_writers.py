@@ -233,3 +233,25 @@ def test_an_agent_over_mcp_waits_its_turn_without_asking(example_forest, tmp_pat
     found = run_cli("retrieve", root, "glimmerwick", "--json").json()
     assert [trail["nodes"][-1]["path"] for trail in found["trails"]] == [
         "04 stm/kitchen/pickles/jar-mcp.md"]
+
+
+def test_a_host_that_gives_up_on_a_waiting_hook_leaves_nothing_behind(example_forest):
+    """A hook runner's timeout stops a capture that is still in line: it reports
+    ``interrupted`` (exit 143), takes its ticket with it, and the writer behind it goes on."""
+    root = example_forest
+    owner = lock.acquire(root, "a long write")
+    try:
+        stopped = start("capture", root, "-", stdin=event_line("stopped-1", "never stored"))
+        until_waiting(root, stopped)
+        behind = start("capture", root, "-", stdin=event_line("behind-1", "stored"))
+        until_waiting(root, behind)
+        stopped.send_signal(signal.SIGTERM)
+        code, outcome = finish(stopped)
+        assert (code, outcome["error"]["code"]) == (143, "interrupted")
+        assert stopped.pid not in waiting_pids(root)
+    finally:
+        lock.release(root, owner)
+    assert finish(behind)[0] == 0
+    stored = [r["event_id"] for r in istm_lines(root)]
+    assert "behind-1" in stored and "stopped-1" not in stored
+    assert beside(root) == []
