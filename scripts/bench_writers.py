@@ -2,6 +2,7 @@
 
 Usage: python scripts/bench_writers.py [--docs N] [--events N] [--calls N] [--remembers N]
                                       [--runs N] [--previous-mb N] [--capture-only]
+       python scripts/bench_writers.py --concurrent [--writers N...] [--runs N] [--write]
 
 Measures, with the real CLI in fresh processes (what an agent pays) and
 in-process (the library alone):
@@ -19,19 +20,33 @@ in-process (the library alone):
 
 Prints JSON. Targets (issue 4): batch >= 5,000 events/s; one remember on a
 10,000-document forest <= 300 ms wall.
+
+``--concurrent`` measures writers started together instead: for N = 2, 6
+and 12 (``--writers``), N ``remember`` processes and then N one-event
+``capture`` processes, each crowd on a fresh ``init --example`` forest,
+``--runs`` times; with default flags (they wait their turn) and, side by
+side in the same run, with ``--wait 0`` (fail at once, the old default).
+It reports how many writes were acknowledged (ok results) and events/s
+(acknowledged writes over the wall from the first start to the last exit),
+medians of the runs; ``--write`` puts the table into docs/benchmarks.md
+between its ``bench_writers_concurrent`` markers.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import platform
 import random
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -48,6 +63,9 @@ from memory_forest.writers import capture, remember  # noqa: E402
 # Processes run as in a normal install, where Python caches bytecode: a sandbox that sets
 # PYTHONDONTWRITEBYTECODE would otherwise recompile the package in every process.
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+BEGIN = "<!-- bench_writers_concurrent:begin -->"
+END = "<!-- bench_writers_concurrent:end -->"
 
 
 def cli(*args: str, stdin: str | None = None) -> tuple[float, dict]:
@@ -184,6 +202,87 @@ def bench_remember(workdir: Path, docs: int, count: int) -> dict:
     }
 
 
+def crowd(workdir: Path, root: Path, command: str, count: int,
+          wait: str | None) -> tuple[int, float]:
+    """Start ``count`` writers together; (acknowledged, seconds from first start to last exit)."""
+    argvs = []
+    for n in range(count):
+        if command == "remember":
+            args = ["remember", str(root), "--tree", "bench", "--branch", "crowd", "--leaf",
+                    f"fact-{n}", "--title", f"Fact {n}", "--content",
+                    f"crowd fact {n}: the west bed was watered at 1.2 bar"]
+        else:
+            source = workdir / f"event-{n}.jsonl"
+            source.write_text(events(1, n), encoding="utf-8")
+            args = ["capture", str(root), "--file", str(source)]
+        argvs.append(args + (["--wait", wait] if wait is not None else []))
+    started = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-m", "memory_forest", *args, "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              env=ENV) for args in argvs]
+    outs = [proc.communicate()[0] for proc in procs]
+    wall = time.perf_counter() - started
+    return sum(json.loads(out or "{}").get("ok") is True for out in outs), wall
+
+
+def bench_concurrent(workdir: Path, sizes: list[int], runs: int) -> dict:
+    results: dict = {"writers": sizes, "runs": runs, "crowds": {}}
+    for count in sizes:
+        for command in ("remember", "capture"):
+            for mode, wait in (("default", None), ("wait_0", "0")):
+                acked, walls = [], []
+                for run in range(runs):
+                    root = workdir / f"crowd-{command}-{count}-{mode}-{run}"
+                    cli("init", str(root), "--example")
+                    cli("index", str(root))
+                    ok, wall = crowd(workdir, root, command, count, wait)
+                    acked.append(ok)
+                    walls.append(wall)
+                    shutil.rmtree(root, ignore_errors=True)
+                per_s = [ok / wall for ok, wall in zip(acked, walls, strict=True)]
+                results["crowds"][f"{command}-{count}-{mode}"] = {
+                    "acknowledged_runs": acked, "acknowledged_min": min(acked),
+                    "acknowledged_median": statistics.median(acked),
+                    "wall_s_median": round(statistics.median(walls), 2),
+                    "events_per_s_median": round(statistics.median(per_s), 1)}
+                print(f"{command} x{count} {mode}: {acked}", file=sys.stderr)
+    return results
+
+
+def concurrent_table(report: dict) -> list[str]:
+    rows = ["| writers started together | `remember`: acknowledged, events/s, wall "
+            "| `remember --wait 0`: acknowledged | `capture`: acknowledged, events/s, wall "
+            "| `capture --wait 0`: acknowledged |", "|---|---|---|---|---|"]
+    for count in report["writers"]:
+        cells = []
+        for command in ("remember", "capture"):
+            waited = report["crowds"][f"{command}-{count}-default"]
+            fast = report["crowds"][f"{command}-{count}-wait_0"]
+            cells.append(f"{waited['acknowledged_min']}/{count} in every run, "
+                         f"{waited['events_per_s_median']:g}/s, {waited['wall_s_median']:g} s")
+            cells.append(f"{fast['acknowledged_median']:g}/{count} (median)")
+        rows.append(f"| {count} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def write_concurrent(report: dict, argv: list[str]) -> None:
+    command = shlex.join([".venv/bin/python", "scripts/bench_writers.py", *argv])
+    note = textwrap.fill(
+        f"Measured {dt.date.today().isoformat()} on {report['cpus']} vCPUs "
+        f"({platform.machine()}, {platform.system()}) of a shared VM, Python "
+        f"{report['python']}, 1-minute load average {report['load_average_1m']} at the start: "
+        f"each cell is {report['runs']} crowds, each on a fresh `init --example` forest; "
+        "events/s is acknowledged writes over the wall from the first start to the last "
+        "exit, and it and the wall are medians of the runs.", width=78)
+    block = "\n".join([BEGIN, note, "", "```console", f"$ {command}", "```", "",
+                       *concurrent_table(report), END])
+    text = DOCS.read_text(encoding="utf-8")
+    if BEGIN not in text:
+        sys.exit(f"{DOCS} has no {BEGIN} marker to write between")
+    head, rest = text.split(BEGIN, 1)
+    DOCS.write_text(head + block + rest.split(END, 1)[1], encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=10_000)
@@ -196,6 +295,13 @@ def main() -> None:
                         "ISTM shard each batch capture chains to (0: none)")
     parser.add_argument("--capture-only", action="store_true", help="skip the remember "
                         "benchmark")
+    parser.add_argument("--concurrent", action="store_true", help="measure N writers "
+                        "started together instead (see above)")
+    parser.add_argument("--writers", type=int, nargs="+", default=[2, 6, 12],
+                        help="with --concurrent: the crowd sizes")
+    parser.add_argument("--write", action="store_true", help="with --concurrent: write the "
+                        "table into docs/benchmarks.md")
+    argv = sys.argv[1:]
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="mf-bench-writers-"))
     warm = workdir / "warm-up"
@@ -205,13 +311,18 @@ def main() -> None:
     try:
         report = {"python": sys.version.split()[0], "cpus": os.cpu_count(),
                   "load_average_1m": round(os.getloadavg()[0], 2)}
-        report.update(bench_capture(workdir, args.events, args.calls, args.runs,
-                                    args.previous_mb))
-        if not args.capture_only:
-            report.update(bench_remember(workdir, args.docs, args.remembers))
+        if args.concurrent:
+            report.update(bench_concurrent(workdir, args.writers, args.runs))
+        else:
+            report.update(bench_capture(workdir, args.events, args.calls, args.runs,
+                                        args.previous_mb))
+            if not args.capture_only:
+                report.update(bench_remember(workdir, args.docs, args.remembers))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(report, indent=2))
+    if args.concurrent and args.write:
+        write_concurrent(report, argv)
 
 
 if __name__ == "__main__":

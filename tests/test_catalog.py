@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from memory_forest import catalog, gate, schemas
 from memory_forest.catalog import KINDS
+from memory_forest.catalog.params import DEFAULT_CAPTURE_WAIT, MAX_TOOL_WAIT
 from memory_forest.errors import ForestError
 from memory_forest.mcp_server import arguments_model, call
 
@@ -134,7 +135,8 @@ def test_write_arguments_leave_the_event_and_name_checks_to_the_library():
             model("capture").model_validate({"events": events})
         assert caught.value.code == code
     one = model("capture").model_validate({"events": EVENT})
-    assert one.events == [EVENT] and one.wait == 0
+    # A tool waits its turn by default, never longer than a server thread may be parked.
+    assert one.events == [EVENT] and one.wait == MAX_TOOL_WAIT < DEFAULT_CAPTURE_WAIT
     # Field checks of an event, names and titles come from the library, with its codes.
     assert model("capture").model_validate({"events": {"payload": 1}}).events
     args = model("remember").model_validate(

@@ -186,7 +186,7 @@ def test_held_lock_makes_index_fail_at_once(tmp_path):
     lock = tmp_path / "forest.maintenance.lock"
     os.mkdir(lock, 0o700)
     with pytest.raises(ForestError) as caught:  # how fast: scripts/bench_fail_fast.py
-        operations.index(root)
+        operations.index(root, wait=0)
     assert caught.value.code == "lock_held", caught.value.details
     assert lock.is_dir()  # another writer's lock is never removed
     assert not (root / INDEX).exists()

@@ -440,11 +440,12 @@ def test_write_errors_carry_the_cli_codes_and_change_nothing(forest, tmp_path):
         for name, arguments, code in cases:
             error = await client.error(name, arguments)
             assert error["code"] == code, (name, arguments, error)
-        # Another writer holds the lock: both writers fail at once, the lock stays its own.
+        # Another writer holds the lock: both writers fail at once with wait 0, the lock
+        # stays its own.
         owner = lock.acquire(forest, "test")
         try:
             for name, arguments in (("capture", {"events": event}), ("remember", fact)):
-                error = await client.error(name, arguments)
+                error = await client.error(name, {**arguments, "wait": 0})
                 assert error["code"] == "lock_held", error
                 assert error["details"]["command"] == "test"
             assert lock.state(forest)["state"] == "held"
@@ -464,12 +465,13 @@ def test_cli_and_tool_give_the_same_code_for_a_held_lock(forest, tmp_path):
     owner = lock.acquire(forest, "test")
     try:
         done = subprocess.run([sys.executable, "-m", "memory_forest", "--json", "capture",
-                               str(forest), "--file", str(events)],
+                               str(forest), "--file", str(events), "--wait", "0"],
                               capture_output=True, text=True, timeout=60)
         cli_code = json.loads(done.stdout)["error"]["code"]
 
         async def scenario(client: Session) -> None:
-            error = await client.error("capture", {"events": json.loads(events.read_text())})
+            error = await client.error("capture", {"events": json.loads(events.read_text()),
+                                                   "wait": 0})
             assert error["code"] == cli_code == "lock_held"
 
         serve(forest, scenario, tmp_path / "stderr.log")

@@ -204,10 +204,10 @@ def test_maintain_passes_on_the_problems_status(broken_forest: Path) -> None:
     assert canonical_hashes(broken_forest) == before  # never repairs
 
 
-def test_maintain_exits_at_once_on_a_held_lock(forest: Path) -> None:
+def test_maintain_with_wait_0_exits_at_once_on_a_held_lock(forest: Path) -> None:
     owner = lock.acquire(forest, "remember")  # this test process: alive
     try:
-        done = wrapper(str(forest))
+        done = wrapper(str(forest), "--wait", "0")
         assert done.returncode == 1
         assert outcome_of(done)["error"]["code"] == "lock_held"
         assert lock.read_owner(lock.lock_path(forest))["token"] == owner["token"]

@@ -428,5 +428,5 @@ def test_a_running_sync_holds_the_writers_lock(pair) -> None:
 
     _, a, _ = pair
     with lock.held(a, "sync"):
-        raises_code(lambda: remember(a, content="A note.", title="Note"), "lock_held")
-        raises_code(lambda: sync(a), "lock_held")
+        raises_code(lambda: remember(a, content="A note.", title="Note", wait=0), "lock_held")
+        raises_code(lambda: sync(a, wait=0), "lock_held")

@@ -167,7 +167,7 @@ def test_doctor_repair_refuses_a_live_lock(forest: Path) -> None:
     owner = lock.acquire(forest, "remember")  # this very test process: alive
     try:
         with pytest.raises(ForestError) as caught:
-            operations.doctor(forest, repair=True)
+            operations.doctor(forest, repair=True, wait=0)
         assert caught.value.code == "lock_held"
         assert lock.read_owner(lock.lock_path(forest))["token"] == owner["token"]
     finally:

@@ -9,8 +9,11 @@ without its owner file:
   to the lock's name without replacing anything (``renameat2`` with
   ``RENAME_NOREPLACE`` where the kernel has it; elsewhere a plain rename,
   which fails onto a non-empty directory, after checking that the name is
-  free). A held lock makes the rename fail, so another writer fails at once
-  with ``lock_held`` (or retries until ``--wait`` runs out).
+  free). A held lock makes the rename fail; the writer waits in line
+  (``lockline``: first come, first served) and claims the lock when its turn
+  comes, or fails with ``lock_held`` once ``wait`` runs out (at once with 0).
+  A lock whose owner is provably dead fails at once with ``lock_stale``:
+  nobody will ever release it.
 - **Release.** The lock is renamed aside to ``<lock>.<pid>-<hex>.old`` and
   then deleted, so no moment leaves an empty lock directory behind.
 
@@ -48,20 +51,21 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .errors import ForestError, usage_error
+from .lockline import MAX_WAIT_SECONDS, Line
 from .safety import mkdir_private, write_new_private
 from .testhooks import crash_point
 
 OWNER = "owner.json"
 GRACE_ENV = "MEMORY_FOREST_LOCK_GRACE_SECONDS"
 DEFAULT_GRACE_SECONDS = 60.0
-MAX_WAIT_SECONDS = 3600.0
-_POLL_SECONDS = 0.02
+_STALE_CHECK_SECONDS = 0.25  # how often a waiter looks whether the holder died
+_PRIVATE = ("token", "ticket")  # never shown: the token proves ownership, the ticket is internal
 _STAGED, _RETIRED = ".new", ".old"
 _DEBRIS = re.compile(r"\.[0-9]+-[0-9a-f]{8}\.(new|old)")
 
@@ -180,10 +184,7 @@ def acquire(root: Path, command: str, wait: float = 0.0) -> dict[str, Any]:
     staged = _sibling(path, _STAGED)
     try:
         _stage(staged, owner)
-        while not _claim(staged, path):
-            if time.monotonic() >= deadline:
-                raise _held_error(root)
-            time.sleep(_POLL_SECONDS)
+        _wait_turn(root, staged, owner, deadline)
         clear_debris(root)
     except BaseException:
         if os.path.lexists(staged):
@@ -194,6 +195,34 @@ def acquire(root: Path, command: str, wait: float = 0.0) -> dict[str, Any]:
     return owner
 
 
+def _wait_turn(root: Path, staged: Path, owner: dict[str, Any], deadline: float) -> None:
+    """Claim the lock in arrival order; past the deadline, one last claim out of turn."""
+    path = lock_path(root)
+    line = Line(path, staged, owner["ticket"], _is_staged(path), read_owner, _owner_dead)
+    next_check = time.monotonic() + _STALE_CHECK_SECONDS
+    while True:
+        late = time.monotonic() >= deadline
+        if (late or line.my_turn()) and _claim(staged, path):
+            return
+        if late:
+            raise _held_error(root)
+        if time.monotonic() >= next_check:
+            if state(root)["state"] == "stale":
+                raise _held_error(root)
+            next_check = time.monotonic() + _STALE_CHECK_SECONDS
+        time.sleep(line.pause())
+
+
+def _is_staged(path: Path) -> Callable[[str], bool]:
+    prefix = path.name
+
+    def is_staged(name: str) -> bool:
+        tail = name[len(prefix):]
+        return name.startswith(prefix) and tail.endswith(_STAGED) and bool(
+            _DEBRIS.fullmatch(tail))
+    return is_staged
+
+
 def _new_owner(command: str) -> dict[str, Any]:
     return {
         "pid": os.getpid(),
@@ -201,6 +230,7 @@ def _new_owner(command: str) -> dict[str, Any]:
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "command": command,
         "token": os.urandom(8).hex(),
+        "ticket": time.time_ns(),  # its place in the line of waiters
     }
 
 
@@ -330,7 +360,7 @@ def state(root: Path) -> dict[str, Any]:
         stale = age >= grace_seconds()
         return {"state": "stale" if stale else "held", "owner": {}, "ownerless": True,
                 "age_seconds": max(round(age), 0)}
-    public = {k: v for k, v in owner.items() if k != "token"}
+    public = {k: v for k, v in owner.items() if k not in _PRIVATE}
     return {"state": "stale" if _owner_dead(owner) else "held", "owner": public}
 
 
@@ -367,8 +397,8 @@ def _held_error(root: Path) -> ForestError:
             "'memory-forest unlock ROOT --stale'",
             _details(info),
         )
-    return ForestError("lock_held", "another writer holds the forest lock; try again later",
-                       _details(info))
+    return ForestError("lock_held", "another writer holds the forest lock; run the command "
+                       "again, or give it longer with --wait SECONDS", _details(info))
 
 
 def _details(info: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .catalog.params import DEFAULT_WAIT
 from .checks import Recorder, elapsed_ms
 from .digest import sha256_hex
 from .errors import ForestError
@@ -34,10 +35,12 @@ PROBLEMS_EXIT_CODE = 3
 
 def maintain(forest: Forest | str | Path, verify_all: bool = False,
              log: str | Path | None = None, consolidate: bool = False,
-             sync: bool = False, semantic_budget: str | None = None) -> dict[str, Any]:
+             sync: bool = False, semantic_budget: str | None = None,
+             wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     from . import lock
     from .envelope import result
 
+    lock.check_wait(wait)
     budget = None if semantic_budget is None else parse_budget(semantic_budget)
     root = Forest.of(forest).root
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -45,7 +48,7 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
     run = _Run()
     try:
         with lock.interruptible():
-            owner = run.step("lock", lambda: lock.acquire(root, "maintain"))
+            owner = run.step("lock", lambda: lock.acquire(root, "maintain", wait))
             try:
                 outcome = _checked_run(root, run, verify_all)
                 checked = outcome.get("error", {}).get("code") in (None, "maintain_problems")

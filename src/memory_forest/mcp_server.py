@@ -112,8 +112,10 @@ def _field(param: Param) -> tuple[Any, Any]:
     extra = {key: catalog.resolve(value) if isinstance(value, str) and ":" in value else value
              for key, value in param.schema.items()}
     bounds: dict[str, Any] = {}
+    default = param.default
     if param.tool_max is not None:
         bounds = {"ge": 0, "le": catalog.resolve(param.tool_max), "allow_inf_nan": False}
+        default = min(default, bounds["le"])  # a longer CLI default still stops at the bound
     if param.parser is not None:  # the library parses it, with its own codes
         shown = catalog.resolve(param.tool_type)
         python_type = Annotated[Any, PlainValidator(catalog.resolve(param.parser),
@@ -121,7 +123,7 @@ def _field(param: Param) -> tuple[Any, Any]:
     if not param.required:
         python_type = python_type | None if param.default is None or param.kind == TEXTS \
             else python_type
-    default = ... if param.required else (None if param.kind == TEXTS else param.default)
+    default = ... if param.required else (None if param.kind == TEXTS else default)
     return python_type, Field(default, description=param.doc, json_schema_extra=extra or None,
                               **bounds)
 

@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .catalog.params import DEFAULT_WAIT
 from .envelope import result
 from .errors import ForestError
 from .forest import Forest, opened
@@ -144,7 +145,7 @@ def _report(operation: str, checked: Checked) -> dict[str, Any]:
 
 
 def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
-          wait: float = 0.0, semantic: bool = False) -> dict[str, Any]:
+          wait: float = DEFAULT_WAIT, semantic: bool = False) -> dict[str, Any]:
     """Validate and audit, then bring the derived index up to date, holding the lock.
 
     Documents with errors are quarantined, not fatal (``index.build``).
@@ -192,7 +193,7 @@ def unlock(forest: Forest | str | Path, stale: bool = False) -> dict[str, Any]:
 # --- doctor ---------------------------------------------------------------------------------
 
 
-def doctor(forest: Forest | str | Path, repair: bool = False, wait: float = 0.0,
+def doctor(forest: Forest | str | Path, repair: bool = False, wait: float = DEFAULT_WAIT,
            set_aside_journal: bool = False) -> dict[str, Any]:
     """Bounded diagnostics. Fails only when the root cannot be inspected at all.
 

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .catalog.params import DEFAULT_WAIT
 from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest
@@ -78,7 +79,7 @@ def gitignore() -> str:
 
 
 def sync(forest: Forest | str | Path, remote: str | None = None, init: str | None = None,
-         dry_run: bool = False, allow_secrets: bool = False, wait: float = 0.0
+         dry_run: bool = False, allow_secrets: bool = False, wait: float = DEFAULT_WAIT
          ) -> dict[str, Any]:
     from . import gitrepo, lock
 

@@ -93,7 +93,7 @@ def test_index_fails_at_once_while_the_lock_is_held(forest):
     lock = forest.with_name(forest.name + ".maintenance.lock")
     os.mkdir(lock, 0o700)
     before = (forest / INDEX).read_bytes()
-    code, outcome, _ = run_json("index", str(forest), "--full")
+    code, outcome, _ = run_json("index", str(forest), "--full", "--wait", "0")
     assert code == 1 and outcome["error"]["code"] == "lock_held"
     assert lock.is_dir() and (forest / INDEX).read_bytes() == before
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from writerkit import assert_whole, contents, event, istm_records, jsonl
@@ -22,12 +23,14 @@ def popen(*args) -> subprocess.Popen:
 
 
 def test_twenty_concurrent_captures_each_land_exactly_once(example_forest, tmp_path):
+    """A hook's capture is its only record of an event: twenty at once, none told to wait,
+    all land."""
     operations.index(example_forest)
     procs = []
     for n in range(20):
         source = tmp_path / f"e{n}.jsonl"
         source.write_bytes(jsonl([event(n, event_id=f"c{n}-a"), event(n, event_id=f"c{n}-b")]))
-        procs.append(popen("capture", example_forest, "--file", source, "--wait", "60"))
+        procs.append(popen("capture", example_forest, "--file", source))  # default flags
     acknowledged = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)
@@ -43,13 +46,13 @@ def test_twenty_concurrent_captures_each_land_exactly_once(example_forest, tmp_p
     assert_whole(example_forest)
 
 
-def test_a_second_writer_fails_at_once_with_lock_held(example_forest, tmp_path):
+def test_a_second_writer_with_wait_0_fails_at_once_with_lock_held(example_forest, tmp_path):
     before = contents(example_forest)
     source = tmp_path / "e.jsonl"
     source.write_bytes(jsonl([event(1)]))
     owner = lock.acquire(example_forest, "index")
     try:
-        proc = popen("capture", example_forest, "--file", source)
+        proc = popen("capture", example_forest, "--file", source, "--wait", "0")
         out, _ = proc.communicate(timeout=60)
     finally:
         lock.release(example_forest, owner)
@@ -144,3 +147,48 @@ def test_the_mcp_tools_refuse_the_same_waits(wait):
         arguments_model(tools["remember"]).model_validate(
             {"tree": "t", "branch": "b", "leaf": "l", "title": "T", "content": "c",
              "wait": wait})
+
+
+def test_a_ticket_that_cannot_be_proven_dead_does_not_block_the_line(example_forest, tmp_path):
+    """A staged lock directory from another host, first in line, never claims the lock: the
+    writers behind it wait until the lock has sat free a while, then go ahead."""
+    path = lock.lock_path(example_forest)
+    foreign = path.with_name(f"{path.name}.4242-0a1b2c3d.new")
+    foreign.mkdir(mode=0o700)
+    (foreign / lock.OWNER).write_text(json.dumps(
+        {"pid": 4242, "host": "another-host.invalid", "started_at": "2026-11-30T09:00:00Z",
+         "command": "remember", "token": "0" * 16, "ticket": time.time_ns() - 10**9}),
+        encoding="utf-8")
+    source = tmp_path / "e.jsonl"
+    source.write_bytes(jsonl([event(1, event_id="behind-foreign")]))
+    proc = popen("capture", example_forest, "--file", source)  # default flags
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert "behind-foreign" in [r["event_id"] for r in istm_records(example_forest)]
+    assert foreign.is_dir()  # another host's directory is never removed
+
+
+def test_a_stale_lock_is_not_waited_out(example_forest, tmp_path):
+    """A lock whose owner is dead will never be released: even a writer told to wait an hour
+    fails with lock_stale (the subprocess timeout is far below the hour)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    owner = lock.acquire(example_forest, "remember")
+    owner["pid"] = child.pid
+    (lock.lock_path(example_forest) / lock.OWNER).write_text(json.dumps(owner))
+    source = tmp_path / "e.jsonl"
+    source.write_bytes(jsonl([event(1)]))
+    proc = popen("capture", example_forest, "--file", source, "--wait", "3600")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out + err
+    assert json.loads(out)["error"]["code"] == "lock_stale"
+    assert lock.state(example_forest)["state"] == "stale"
+
+
+def test_the_ticket_is_never_shown(example_forest):
+    owner = lock.acquire(example_forest, "index")
+    try:
+        shown = lock.state(example_forest)["owner"]
+    finally:
+        lock.release(example_forest, owner)
+    assert isinstance(owner["ticket"], int) and "ticket" not in shown and "token" not in shown

@@ -397,7 +397,7 @@ def old_version_lock(root: Path, age_seconds: float = 0.0, debris: bool = False)
 def test_an_ownerless_lock_is_held_for_the_grace_then_stale(forest, tmp_path):
     old_version_lock(forest, debris=True)
     args = writer_args(forest, tmp_path, "remember")
-    young = cli(*args)
+    young = cli(*args, "--wait", "0")
     assert json.loads(young.stdout)["error"]["code"] == "lock_held"
     assert json.loads(young.stdout)["error"]["details"]["ownerless"] is True
     refused = cli("unlock", forest, "--stale")

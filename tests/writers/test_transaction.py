@@ -124,7 +124,7 @@ def test_a_held_lock_fails_at_once_or_is_waited_for(example_forest):
     try:
         before = contents(example_forest)
         with pytest.raises(ForestError) as info:  # how fast: scripts/bench_fail_fast.py
-            remember_one(example_forest)
+            remember_one(example_forest, wait=0)
         assert info.value.code == "lock_held" and info.value.details["command"] == "someone else"
         assert contents(example_forest) == before
         releaser = threading.Timer(0.3, lock.release, (example_forest, owner))

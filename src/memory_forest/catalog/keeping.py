@@ -41,7 +41,7 @@ OPERATIONS = (
         "memory-forest doctor ~/memory --repair",
         params=(Param("repair", FLAG, "Clear a stale lock, finish or roll back an interrupted "
                       "write, restore 0700/0600 modes (takes the lock).", flags=("--repair",)),
-                WAIT.replace(help="With --repair: seconds (0-3600) to wait for the lock."),
+                WAIT.replace(help="With --repair: " + WAIT.help[0].lower() + WAIT.help[1:]),
                 Param("set_aside_journal", FLAG, "With --repair: when the journal cannot be "
                       "recovered, move it to .memory-forest/journal.set-aside-<UTC stamp>/ "
                       "(never deleted), if the forest passes audit.",
@@ -54,7 +54,7 @@ OPERATIONS = (
         help="Documents with errors are left out and listed; exit 0 whenever the index was "
         "built.",
         params=(Param("full", FLAG, "Rebuild from scratch, atomically.", flags=("--full",)),
-                WAIT.replace(help="Seconds (0-3600) to wait for the lock."),
+                WAIT,
                 Param("semantic", FLAG, "Turn semantic ranking on for this forest and embed "
                       "the documents that have no vectors yet (needs "
                       "memory-forest[semantic]; resumable).", flags=("--semantic",))),
@@ -76,7 +76,8 @@ OPERATIONS = (
                       "as 'memory-forest sync', under this run's lock).", flags=("--sync",)),
                 Param("semantic_budget", TEXT, "When semantic ranking is on, embed the "
                       "documents that have no vectors yet for at most this long (60s, 2m).",
-                      flags=("--semantic-budget",), metavar="TIME")),
+                      flags=("--semantic-budget",), metavar="TIME"),
+                WAIT),
         render="maintain"),
     Operation(
         "unlock", "memory_forest.operations:unlock",
@@ -111,7 +112,7 @@ OPERATIONS = (
                 Param("allow_secrets", FLAG, "Commit and push even when the credential rules "
                       "find something (the findings are still reported).",
                       flags=("--allow-secrets",)),
-                WAIT.replace(help="Seconds (0-3600) to wait for the lock.")),
+                WAIT),
         writes=True, render="sync"),
     Operation(
         "browse", "memory_forest.browse:browse",

@@ -26,13 +26,21 @@ STRICT = Param(
     doc="Fail with index_stale when a file changed since indexing (and with the file's code "
     "when it cannot be read), instead of returning it flagged verified=false.")
 
-WAIT = Param(
-    "wait", FLOAT, "Seconds (0-3600) to wait for the forest lock.", flags=("--wait",),
-    default=0.0, tool_max="memory_forest.catalog.params:MAX_TOOL_WAIT",
-    doc="Seconds (0-30) to wait for the forest lock while another writer holds it; with 0 a "
-    "held lock fails at once with lock_held.")
-# A tool call must not park a server thread long; the library itself accepts up to 3600 s.
+# Agents and hooks do not retry a write that failed for contention, so a writer waits its
+# turn by default; 0 fails fast. The library accepts up to 3600 s and defaults to 0.
+DEFAULT_WAIT = 30.0
+# A tool call must not park a server thread long: its wait, default included, stops here.
 MAX_TOOL_WAIT = 30.0
+WAIT = Param(
+    "wait", FLOAT, "Seconds (0-3600) to wait in line for the forest lock; 0 fails at once "
+    "with lock_held.", flags=("--wait",),
+    default=DEFAULT_WAIT, tool_max="memory_forest.catalog.params:MAX_TOOL_WAIT",
+    doc=f"Seconds (0-{MAX_TOOL_WAIT:g}, default {min(DEFAULT_WAIT, MAX_TOOL_WAIT):g}) to wait for "
+    "the forest lock while another writer holds it; waiting writers are served in arrival "
+    "order. With 0 a held lock fails at once with lock_held.")
+# A capture is short and often a hook's only record of an event: it waits longer.
+DEFAULT_CAPTURE_WAIT = 120.0
+CAPTURE_WAIT = WAIT.replace(default=DEFAULT_CAPTURE_WAIT)
 
 TRANSACTION_ID = Param(
     "transaction_id", TEXT, "Id for an idempotent retry (default: a new one).",

@@ -22,8 +22,8 @@ CONSOLIDATE_TOOL = (
     "'limit' sources go into one proposal and 'remaining' says how many wait for the next. "
     "Returns the whole proposal (null with 'nothing to consolidate' when there is nothing). "
     "Next: read it, then call proposals_accept (optionally with better 'summaries') or "
-    "proposals_reject. Holds the forest lock while it runs (lock_held when a writer has it; "
-    f"'wait' waits up to {MAX_TOOL_WAIT:g} s).")
+    "proposals_reject. Holds the forest lock while it runs (when a writer has it, waits its turn "
+    f"for up to 'wait' seconds, default and at most {MAX_TOOL_WAIT:g}, then lock_held).")
 
 PROPOSALS_LIST_TOOL = (
     "List the stored consolidation proposals, oldest first: proposal_id, created_at, status "
@@ -54,7 +54,8 @@ PROPOSALS_ACCEPT_TOOL = (
     "Safe to retry: accepting an accepted proposal with the same summaries returns the stored "
     "receipt (already_applied=true); with other summaries it fails with "
     "proposal_already_accepted; a rejected one fails with proposal_rejected. Holds the lock "
-    f"only while it writes ('wait' waits up to {MAX_TOOL_WAIT:g} s).")
+    f"only while it writes (waiting its turn for up to 'wait' seconds, default and at most "
+    f"{MAX_TOOL_WAIT:g}).")
 
 PROPOSALS_REJECT_TOOL = (
     "Reject a pending consolidation proposal: nothing canonical changes, the proposal is "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import DOCUMENT, FLAG, TEXT, TEXTS, Operation, Param
-from .params import MAX_TOOL_WAIT, PLAN, TRANSACTION_ID, WAIT
+from .params import CAPTURE_WAIT, MAX_TOOL_WAIT, PLAN, TRANSACTION_ID, WAIT
 
 _SEGMENT = {"minLength": 1, "maxLength": "memory_forest.routes:MAX_SEGMENT"}
 _LABEL = {"minLength": 1, "maxLength": "memory_forest.writers.capture:MAX_LABEL"}
@@ -18,8 +18,9 @@ CAPTURE_TOOL = (
     "Credential-shaped strings (keys, tokens, passwords) become "
     "[REDACTED:<rule>] before anything is stored. Events are stored as JSON data: they never "
     "become Markdown, links or instructions. The forest lock is held only while the write runs; "
-    "when another writer holds it the call fails with lock_held ('wait' waits up to "
-    f"{MAX_TOOL_WAIT:g} s). Safe to retry: the same transaction_id with the same events returns "
+    "when another writer holds it the call waits its turn (first come, first served) for up to "
+    f"'wait' seconds (default and at most {MAX_TOOL_WAIT:g}), then fails with lock_held. "
+    "Safe to retry: the same transaction_id with the same events returns "
     "the stored receipt (already_applied=true), and an event_id already stored with the same "
     "content is not stored twice (with other content: capture_event_conflict). Returns the "
     "receipt: event_ids, shard, redaction counts, touched files.")
@@ -43,8 +44,9 @@ REMEMBER_TOOL = (
     "structure is neutralized, visibly (a heading line indented, '[[' written '\\[\\['), so "
     "it adds no heading, wikilink or frontmatter. No other canonical file changes. The index is "
     "updated, so retrieve and open find the leaf at once. The forest lock is held only while the "
-    "write runs (lock_held when another writer has it; 'wait' waits up to "
-    f"{MAX_TOOL_WAIT:g} s). Pass a transaction_id to retry safely: the same id and arguments "
+    "write runs; when another writer has it the call waits its turn for up to 'wait' seconds "
+    f"(default and at most {MAX_TOOL_WAIT:g}), then fails with lock_held. Pass a "
+    "transaction_id to retry safely: the same id and arguments "
     "return the stored receipt (already_applied=true) instead of writing twice.")
 
 EVENTS = Param(
@@ -72,7 +74,7 @@ OPERATIONS = (
         "capture", "memory_forest.writers.capture:capture_events",
         "Append raw events (one JSON object, or JSONL) to today's ISTM shard, redacting secrets.",
         "memory-forest capture ~/memory --file events.jsonl",
-        params=(EVENTS, TRANSACTION_ID, WAIT), writes=True, destructive=False,
+        params=(EVENTS, TRANSACTION_ID, CAPTURE_WAIT), writes=True, destructive=False,
         render="receipt", tool=CAPTURE_TOOL, title="Capture raw events",
         result="CaptureResult"),
     Operation(

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import chain
+from ..catalog.params import DEFAULT_CAPTURE_WAIT
 from ..digest import sha256_hex
 from ..errors import ForestError
 from ..forest import Forest
@@ -272,7 +273,8 @@ def _stored(stage: Stage, path: str, event_id: str,
 
 
 def capture_events(forest: Forest | str | Path, events: list[dict[str, Any]],
-                   transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
+                   transaction_id: str | None = None,
+                   wait: float = DEFAULT_CAPTURE_WAIT) -> dict[str, Any]:
     """Capture events (from ``parse_input`` for a file or stdin, ``inline_events`` for a tool).
 
     The request a receipt binds is the list of events, so the same batch given

@@ -28,6 +28,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from ..catalog.params import DEFAULT_WAIT
 from ..envelope import result
 from ..errors import ForestError
 from ..forest import Forest, opened
@@ -42,7 +43,7 @@ _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def consolidate(forest: Forest | str | Path, limit: int = DEFAULT_LIMIT,
-                wait: float = 0.0) -> dict[str, Any]:
+                wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     from .. import lock
 
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..catalog.params import DEFAULT_WAIT
 from ..errors import ForestError
 from ..forest import Forest
 from . import parents, plans
@@ -88,7 +89,8 @@ def add_sections(stage: Stage, date: str, sections: list[str]) -> tuple[str, boo
     return path, text is None
 
 
-def apply_daily(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
+def apply_daily(forest: Forest | str | Path, source: str,
+                wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     plan = plans.load("daily", source)
     redactions = plans.redact_text(plan)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..catalog.params import DEFAULT_WAIT
 from ..errors import ForestError
 from ..forest import Forest
 from ..routes import ltm_path, mtm_path, stm_path
@@ -22,7 +23,7 @@ from .redact import Counts, redact_text
 from .transaction import Stage, transact
 
 
-def promote(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
+def promote(forest: Forest | str | Path, source: str, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     plan = plans.load("promotion", source)
     route = plan.route
     tree, branch = ltm_path(route.tree), mtm_path(route.tree, route.branch)

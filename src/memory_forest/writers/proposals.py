@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..catalog.params import DEFAULT_WAIT
 from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
@@ -198,7 +199,7 @@ def show(forest: Forest | str | Path, proposal_id: str) -> dict[str, Any]:
 
 
 def reject(forest: Forest | str | Path, proposal_id: str, reason: str | None = None,
-           wait: float = 0.0) -> dict[str, Any]:
+           wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     """Record the refusal; the proposal's sources stay out of later proposals.
 
     Under the forest lock, so it cannot cross an ``accept`` of the same proposal.
@@ -258,7 +259,7 @@ def inline_summaries(value: Any) -> dict[str, str]:
 
 
 def accept(forest: Forest | str | Path, proposal_id: str,
-           summaries: dict[str, str] | None = None, wait: float = 0.0) -> dict[str, Any]:
+           summaries: dict[str, str] | None = None, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     """Apply a proposal in one transaction, then mark it accepted.
 
     ``summaries`` replaces the summaries of the proposal's new entries (the

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..catalog.params import DEFAULT_WAIT
 from ..forest import Forest
 from ..placement import INBOX_BRANCH, INBOX_TREE, Placement, place
 from ..routes import ltm_path, mtm_path, stm_path
@@ -73,7 +74,7 @@ def remember(forest: Forest | str | Path, tree: str | None = None, branch: str |
              source: str = "memory-forest", tree_title: str | None = None,
              branch_title: str | None = None, tag: list[str] | None = None,
              append: bool = False, dry_run: bool = False,
-             transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
+             transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     """File ``content`` where the caller says (tree, branch and leaf), or where ``place`` finds
     it belongs; with ``dry_run`` only say where, writing nothing."""
     from ..errors import ForestError, usage_error
@@ -204,7 +205,7 @@ INBOX_BODY = ("Facts that remember could not place with confidence. Each is a le
               "move it to the branch it belongs to, or keep it here.")
 
 
-def create_inbox(forest: Forest | str | Path, wait: float = 0.0) -> dict[str, Any]:
+def create_inbox(forest: Forest | str | Path, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     """The inbox tree and branch (``02 ltm/inbox_LTM.md``, ``03 mtm/inbox/inbox.md``) with
     their missing parents, as one journaled write; nothing when both exist."""
     branch = mtm_path(INBOX_TREE, INBOX_BRANCH)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..catalog.params import DEFAULT_WAIT
 from ..digest import sha256_hex
 from ..errors import ForestError
 from ..forest import Forest, opened
@@ -110,7 +111,8 @@ def target_path(target: Any) -> str:
     return stm_path(target.tree, target.branch, target.leaf)
 
 
-def apply_structured(forest: Forest | str | Path, source: str, wait: float = 0.0) -> dict[str, Any]:
+def apply_structured(forest: Forest | str | Path, source: str,
+                     wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     plan = plans.load("structured", source)
     redactions = plans.redact_text(plan)
 

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..catalog.params import DEFAULT_WAIT
 from ..errors import ForestError
 from ..forest import Forest
 from ..routes import mtm_path, parse_route, stm_path
@@ -68,7 +69,7 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
 
 
 def supersede(forest: Forest | str | Path, old_id: str, file: str,
-              transaction_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
+              transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     from .redact import redact_value
 
     stem, meta, body = read_new_record(file)
