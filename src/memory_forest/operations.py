@@ -451,8 +451,10 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
     quarantined documents, which ``next_step`` counts.
     """
     from .semantic import coverage
+    from .snapshot import refuse_non_forest
 
     with opened(forest) as forest:
+        refuse_non_forest(forest.root)
         report = doctor(forest)
         index_state = report["index"]
         counts = report.get("counts", {})

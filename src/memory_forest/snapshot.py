@@ -19,7 +19,7 @@ from .layers import BY_DIR, LAYERS
 from .parsing import routable
 from .routes import Route, parse_route
 from .safety import Entry, walk
-from .statefiles import CONFIG, STATE_DIR, state_rel
+from .statefiles import CONFIG, STATE_DIR, config_path, state_rel
 
 
 @dataclass
@@ -55,6 +55,7 @@ def survey(forest: Opened | str | Path) -> Snapshot:
     incremental build re-derives on every run, because it costs no read.
     """
     root, config = root_and_config(forest)
+    refuse_non_forest(root)
     listing = walk(root, config.limits)
     files = listing.files
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
@@ -77,6 +78,20 @@ def survey(forest: Opened | str | Path) -> Snapshot:
     snap.unread = {issue.path for issue in listing.issues
                    if issue.code in ("symlink", "special_file") and routable(issue.path)}
     return snap
+
+
+def refuse_non_forest(root: Path) -> None:
+    """``not_a_forest`` for a folder with no config and none of the layers (an empty folder,
+    a typo'd path, the home directory): seven ``layer_missing`` would not say what to do,
+    and walking a big folder that was never a forest would only hit a limit."""
+    import os
+
+    if any(os.path.lexists(path) for path in (config_path(root),
+                                              *(root / layer.dirname for layer in LAYERS))):
+        return
+    raise ForestError("not_a_forest", "no forest here (no layer directories, no "
+                      ".memory-forest/forest.json): pass the forest's folder, or create one "
+                      "with memory-forest init PATH (a path that does not exist yet)")
 
 
 def scan(forest: Opened | str | Path) -> Snapshot:

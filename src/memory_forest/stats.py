@@ -21,8 +21,10 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
     from .errors import ForestError
     from .layers import LAYERS
     from .safety import walk
+    from .snapshot import refuse_non_forest
 
     forest = Forest.of(forest)
+    refuse_non_forest(forest.root)
     on_disk = _files_per_layer(walk(forest.root, forest.limits).files)
     indexed: dict[str, int] = {}
     state = index.state(forest.root)
@@ -34,7 +36,7 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
             state = {"state": "invalid"}
         else:
             indexed = store.layer_counts(con)
-            problems = len(store.quarantined(con))
+            problems = state["quarantined"]  # the count status reports, read the same way
             age = max(0.0, round(time.time() - store.built_at_ns(con) / 1e9, 3))
     layers = [{"layer": layer.key, "dir": layer.dirname, "files": on_disk.get(layer.dirname, 0),
                "indexed": indexed.get(layer.dirname, 0)} for layer in LAYERS]
