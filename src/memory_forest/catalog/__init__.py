@@ -134,9 +134,8 @@ class Operation:
 
 # The first positional of every operation over a forest; see ``cli._with_root`` for the rule.
 ROOT = Param(
-    "root", PATH, "Forest root directory. Leave it out to use the default root "
-    "(MEMORY_FOREST_ROOT, else root in ~/.config/memory-forest/config.toml): a command line "
-    "one positional short has left ROOT out.", metavar="ROOT", required=True)
+    "root", PATH, "The forest's folder; optional when MEMORY_FOREST_ROOT or root in "
+    "~/.config/memory-forest/config.toml names one.", metavar="ROOT", required=True)
 
 
 def positionals(operation: Operation) -> list[Param]:

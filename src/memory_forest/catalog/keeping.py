@@ -165,10 +165,13 @@ OPERATIONS = (
         command=("schedule", "print"), forest=False, render="schedule_print"),
 )
 
-# What the command groups say in the help.
+# What the command groups say in the help: a summary and an example to copy.
 GROUPS = {
-    "hooks": "Install or remove the per-turn gate as a UserPromptSubmit hook (Claude Code, "
-             "Codex).",
-    "schedule": "Print scheduler entries for unattended maintenance (installs nothing).",
-    "proposals": "Review consolidation proposals: list, show, accept or reject.",
+    "hooks": ("Install or remove the per-turn gate as a UserPromptSubmit hook (Claude Code, "
+              "Codex).",
+              "memory-forest hooks install --client claude-code --root ~/memory --dry-run"),
+    "schedule": ("Print scheduler entries for unattended maintenance (installs nothing).",
+                 "memory-forest schedule print --scheduler cron --root ~/memory"),
+    "proposals": ("Review consolidation proposals: list, show, accept or reject.",
+                  "memory-forest proposals list ~/memory"),
 }
