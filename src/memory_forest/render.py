@@ -354,6 +354,14 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
         for item in repair["modes_failed"]:
             out.print(f"  [red]not repaired[/] {escape(item['path'])} ({item['code']})")
 
+def _completion(outcome: dict[str, Any]) -> None:
+    """The script exactly, so ``source <(memory-forest completion bash)`` loads it."""
+    import sys
+
+    sys.stdout.write(outcome["script"])
+    sys.stdout.flush()
+
+
 def _generic(outcome: dict[str, Any]) -> None:
     from .jsonio import dumps
 
@@ -383,5 +391,6 @@ _STYLES = {
     "proposal": render_writes.proposal,
     "proposals": render_writes.proposals,
     "rejected": render_writes.rejected,
+    "completion": _completion,
     "generic": _generic,
 }
