@@ -156,8 +156,10 @@ def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
     """
     from . import index as forest_index
     from . import lock
+    from .snapshot import refuse_non_forest
 
     with opened(forest) as forest:
+        refuse_non_forest(forest.root)  # before the lock, which is written beside the root
         with lock.held(forest.root, "index --full" if full else "index", wait=wait):
             summary = forest_index.build(forest.root, full=full, progress=progress)
         forest.forget_index()  # a full build replaced the file the handle may have open
@@ -221,8 +223,8 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
 
     from . import __version__, gitrepo, store
     from . import lock as locking
-    from .parsing import route_or_issue
     from .safety import walk
+    from .snapshot import files_per_layer, unread_of
 
     root = forest.root
     report: dict[str, Any] = {}
@@ -249,12 +251,8 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     if config is not None:
         try:
             listing = walk(root, config.limits)
-            counts: dict[str, int] = {}
-            for entry in listing.files:
-                route = route_or_issue(entry.path, [])
-                if route:
-                    counts[route.layer.dirname] = counts.get(route.layer.dirname, 0) + 1
-            report["counts"] = counts
+            report["counts"] = files_per_layer([*(entry.path for entry in listing.files),
+                                                *unread_of(listing)])
             report["conflict_copies"] = _conflict_copies(root, listing.files,
                                                          config.limits["max_file_bytes"])
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),

@@ -21,11 +21,12 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
     from .errors import ForestError
     from .layers import LAYERS
     from .safety import walk
-    from .snapshot import refuse_non_forest
+    from .snapshot import files_per_layer, refuse_non_forest, unread_of
 
     forest = Forest.of(forest)
     refuse_non_forest(forest.root)
-    on_disk = _files_per_layer(walk(forest.root, forest.limits).files)
+    listing = walk(forest.root, forest.limits)
+    on_disk = files_per_layer([*(entry.path for entry in listing.files), *unread_of(listing)])
     indexed: dict[str, int] = {}
     state = index.state(forest.root)
     age = problems = None
@@ -46,11 +47,3 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
                   indexed=sum(indexed.values()), index=state["state"],
                   index_age_seconds=age, problems=problems, semantic=coverage(forest))
 
-
-def _files_per_layer(entries: list[Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for entry in entries:
-        top, slash, _ = entry.path.partition("/")
-        if slash and not top.startswith("."):
-            counts[top] = counts.get(top, 0) + 1
-    return counts
