@@ -224,7 +224,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     from . import __version__, gitrepo, store
     from . import lock as locking
     from .safety import walk
-    from .snapshot import files_per_layer, unread_of
+    from .snapshot import listed_per_layer
 
     root = forest.root
     report: dict[str, Any] = {}
@@ -251,8 +251,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     if config is not None:
         try:
             listing = walk(root, config.limits)
-            report["counts"] = files_per_layer([*(entry.path for entry in listing.files),
-                                                *unread_of(listing)])
+            report["counts"] = listed_per_layer(listing)
             report["conflict_copies"] = _conflict_copies(root, listing.files,
                                                          config.limits["max_file_bytes"])
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),

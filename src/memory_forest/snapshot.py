@@ -7,6 +7,7 @@ every document as well. Modes and symlinks are checked on every walk.
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,11 @@ def files_per_layer(paths: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def listed_per_layer(listing: Walk) -> dict[str, int]:
+    """``files_per_layer`` of what a walk listed, for a caller that has no snapshot."""
+    return files_per_layer([*(entry.path for entry in listing.files), *unread_of(listing)])
+
+
 def unread_of(listing: Walk) -> set[str]:
     """The symlinks and special files a walk found at a document's path: never read."""
     return {issue.path for issue in listing.issues
@@ -97,8 +103,6 @@ def refuse_non_forest(root: Path) -> None:
     """``not_a_forest`` for a folder with no config and none of the layers (an empty folder,
     a typo'd path, the home directory): seven ``layer_missing`` would not say what to do,
     and walking a big folder that was never a forest would only hit a limit."""
-    import os
-
     if any(os.path.lexists(path) for path in (config_path(root),
                                               *(root / layer.dirname for layer in LAYERS))):
         return

@@ -21,12 +21,12 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
     from .errors import ForestError
     from .layers import LAYERS
     from .safety import walk
-    from .snapshot import files_per_layer, refuse_non_forest, unread_of
+    from .snapshot import listed_per_layer, refuse_non_forest
 
     forest = Forest.of(forest)
     refuse_non_forest(forest.root)
     listing = walk(forest.root, forest.limits)
-    on_disk = files_per_layer([*(entry.path for entry in listing.files), *unread_of(listing)])
+    on_disk = listed_per_layer(listing)
     indexed: dict[str, int] = {}
     state = index.state(forest.root)
     age = problems = None

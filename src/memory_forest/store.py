@@ -520,11 +520,6 @@ def problems(con: sqlite3.Connection, scope: str | None = None) -> list[list[str
     return [json.loads(issue) for (issue,) in rows]
 
 
-def quarantined(con: sqlite3.Connection) -> list[str]:
-    """The paths the last build left out of ``docs``."""
-    return sorted(_text(path) for (path,) in con.execute("SELECT path FROM quarantine"))
-
-
 # --- writing (only index.py's builds call these) --------------------------------------------
 
 
