@@ -92,7 +92,8 @@ def _doctor(outcome: dict[str, Any]) -> None:
     rows = [("versions", ", ".join(f"{k} {'absent' if v is None else v}"
                                    for k, v in versions.items())),
             ("sqlite", ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in features.items())),
-            ("config", config["state"] + (f" ({config['error']['code']})"
+            ("config", config["state"] + (f" ({config['error']['code']}: "
+                                          f"{escape(config['error']['message'])})"
                                           if "error" in config else ""))]
     rows += [(f"  {name}", str(count)) for name, count in sorted(outcome.get("counts",
                                                                              {}).items())]
@@ -106,6 +107,10 @@ def _doctor(outcome: dict[str, Any]) -> None:
         if outcome["journal"]["state"] == "corrupt":
             rows += [("  names", escape(path)) for path in outcome["journal"].get("paths", [])]
     rows.append(("network", "never required"))
+    repairable = outcome["lock"]["state"] == "stale" or \
+        outcome.get("journal", {}).get("state", "clear") not in ("clear", "invalid")
+    if repairable and "repair" not in outcome:
+        rows.append(("fix", "run memory-forest doctor ROOT --repair"))
     pairs(rows)
 
 

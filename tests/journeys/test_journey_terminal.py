@@ -128,6 +128,33 @@ def test_following_the_advice_for_a_wide_mode_clears_it(example_forest):
     assert (example_forest / LONG).stat().st_mode & 0o777 == 0o600
 
 
+def test_doctor_says_what_fixes_a_stale_lock_and_a_broken_config(example_forest):
+    from memory_forest import lock
+    from memory_forest.safety import write_private
+
+    owner = lock.acquire(example_forest, "maintain")  # a real lock, then its owner gone
+    owner["pid"] = _dead_pid()
+    write_private(lock.lock_path(example_forest) / lock.OWNER, json.dumps(owner).encode())
+    doctor = run_cli("doctor", example_forest).stdout.splitlines()
+    assert "lock: state: stale" in doctor
+    assert "fix: run memory-forest doctor ROOT --repair" in doctor
+    assert run_cli("doctor", example_forest, "--repair").code == 0
+    assert not any(line.startswith("fix:") for line in
+                   run_cli("doctor", example_forest).stdout.splitlines())
+    (example_forest / ".memory-forest/forest.json").write_text("{", encoding="utf-8")
+    config = next(line for line in run_cli("doctor", example_forest).stdout.splitlines()
+                  if line.startswith("config: "))
+    assert config.startswith("config: invalid (config_invalid_json: ")
+    assert config.endswith("fix .memory-forest/forest.json, then run memory-forest doctor ROOT)")
+
+
+def _dead_pid() -> int:
+    """The pid of a process of ours that has exited and been reaped."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
 # --- one count of what the index leaves out -----------------------------------------------------
 
 
