@@ -29,7 +29,7 @@ def completion(shell: str) -> dict[str, Any]:
     if shell not in SHELLS:
         raise usage_error("shell_unknown", f"no completion for '{shell[:40]}'; use one of: "
                           f"{', '.join(SHELLS)} (memory-forest completion bash)")
-    return result("completion", shell=shell, script=_WRITERS[shell](), install=_INSTALL[shell])
+    return result("completion", shell=shell, script=_WRITERS[shell]())
 
 
 def choices(param: Param) -> tuple[str, ...]:
@@ -202,8 +202,3 @@ def _fish() -> str:
 
 
 _WRITERS = {"bash": _bash, "zsh": _zsh, "fish": _fish}
-_INSTALL = {
-    "bash": f"add 'source <({PROG} completion bash)' to ~/.bashrc",
-    "zsh": f"add 'source <({PROG} completion zsh)' to ~/.zshrc",
-    "fish": f"{PROG} completion fish > ~/.config/fish/completions/{PROG}.fish",
-}
