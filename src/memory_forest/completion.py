@@ -15,15 +15,17 @@ from typing import Any
 
 from . import catalog
 from .catalog import DOCUMENT, FLAG, PATH, Operation, Param
+from .cli import PROG
 from .errors import usage_error
 
 SHELLS = ("bash", "zsh", "fish")
-PROG = "memory-forest"
 _GLOBAL = ("--json", "--help")  # every command takes these
 _TOP = ("--help", "--version", "--json")  # what the bare program takes before a command
 
 
 def completion(shell: str) -> dict[str, Any]:
+    """The script for ``shell``, in a result like any other: the human rendering prints the
+    script alone (for ``source <(...)``), ``--json`` carries it as ``script``."""
     from .envelope import result
 
     if shell not in SHELLS:
