@@ -462,11 +462,13 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
                   counts=counts, documents=sum(counts.values()),
                   conflict_copies=report.get("conflict_copies", []),
                   config=report["config"]["state"], versions=report["versions"],
-                  next_step=_next_step(index_state), semantic=semantic)
+                  next_step=_next_step(index_state, report["config"]["state"]), semantic=semantic)
 
 
-def _next_step(index_state: dict[str, Any]) -> str | None:
+def _next_step(index_state: dict[str, Any], config: str) -> str | None:
     """What to run next; an index with quarantined documents is ready, but says so."""
+    if config == "invalid":  # an index build would fail on it too
+        return "fix .memory-forest/forest.json; 'memory-forest doctor ROOT' shows what is wrong"
     state = index_state.get("state")
     if state == "current":
         if index_state.get("quarantined"):

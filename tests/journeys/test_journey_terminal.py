@@ -146,6 +146,9 @@ def test_doctor_says_what_fixes_a_stale_lock_and_a_broken_config(example_forest)
                   if line.startswith("config: "))
     assert config.startswith("config: invalid (config_invalid_json: ")
     assert config.endswith("fix .memory-forest/forest.json, then run memory-forest doctor ROOT)")
+    status = run_cli("--json", "status", example_forest).json()
+    assert status["next_step"] == ("fix .memory-forest/forest.json; 'memory-forest doctor ROOT' "
+                                   "shows what is wrong")
 
 
 def _dead_pid() -> int:
