@@ -153,8 +153,8 @@ def test_human_index_lists_each_problem_and_what_was_left_out(example_forest):
     write_file(root, KIMCHI, leaf.read_bytes() + b"\nSee [[04 stm/kitchen/fermentation/bad]]\n")
     done = run_cli("index", root)
     assert done.code == 0, done.stdout + done.stderr
-    assert "frontmatter_invalid 04 stm/kitchen/fermentation/bad.md" in done.stdout
-    assert f"warning link_lateral {KIMCHI}: line" in done.stdout  # indexed all the same
+    assert "error  04 stm/kitchen/fermentation/bad.md  frontmatter_invalid  " in done.stdout
+    assert f"warning  {KIMCHI}  link_lateral  line" in done.stdout  # indexed all the same
     assert "1 document(s) left out of the index" in done.stdout
     status = run_cli("--json", "status", root).json()
     assert status["ready"] is True and status["index"]["quarantined"] == 1
@@ -170,7 +170,7 @@ def test_maintain_with_problems_exits_3_and_says_how_many(example_forest):
     assert outcome["error"]["code"] == "maintain_problems" and outcome["quarantined"] == 1
     human = run_cli("maintain", root)
     assert human.code == 3
-    assert "frontmatter_invalid 04 stm/kitchen/fermentation/bad.md" in human.stdout
+    assert "error  04 stm/kitchen/fermentation/bad.md  frontmatter_invalid  " in human.stdout
     assert "1 document(s) left out of the index" in human.stdout
     assert "[maintain_problems]" in human.stderr and "Traceback" not in human.stderr
 

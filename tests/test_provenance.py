@@ -44,7 +44,13 @@ def today_shard(root: Path) -> str:
 
 
 def findings(outcome: dict, code: str) -> list[tuple[str, str]]:
-    return [(i["path"], i["message"]) for i in outcome["issues"] if i["code"] == code]
+    """(path, what was found) of each finding of ``code``; the fix every message ends with
+    is checked and cut off."""
+    from memory_forest.issues import FIXES
+
+    found = [(i["path"], i["message"]) for i in outcome["issues"] if i["code"] == code]
+    assert all(message.endswith(f": {FIXES[code]}") for _, message in found), found
+    return [(path, message.removesuffix(f": {FIXES[code]}")) for path, message in found]
 
 
 def unchain(root: Path) -> None:

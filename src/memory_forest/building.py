@@ -149,7 +149,7 @@ def refuse_forest_faults(snap: Snapshot) -> None:
     from .quarantine import triage
     from .validate import missing_layers
 
-    triage(snap.issues + missing_layers(snap.dirs), snap.dirs)
+    triage(snap.issues + missing_layers(snap.dirs), snap.entries)
 
 
 def references(route: Route, facts: Facts) -> tuple[list[str], list[str], list[str]]:

@@ -76,7 +76,7 @@ class Checked:
         the files to quarantine (``quarantine.triage``)."""
         from .quarantine import triage
 
-        return triage(self.issues, self.snap.dirs)
+        return triage(self.issues, self.snap.entries, self.snap.unread)
 
 
 def check(forest: Opened | str | Path, audit: bool = True,

@@ -86,10 +86,10 @@ def load_config(root: Path) -> Config:
     except ForestError as exc:
         if exc.code == "not_found":
             return Config(forest_id=None, present=False)
-        raise ForestError("config_unreadable", f"cannot read {rel} ({exc.code})",
+        raise ForestError("config_unreadable", f"cannot read {rel} ({exc.code}): {_CONFIG_FIX}",
                           {"path": rel, "reason": exc.code}) from None
     except OSError as exc:
-        raise ForestError("config_unreadable", f"cannot read {rel}",
+        raise ForestError("config_unreadable", f"cannot read {rel}: {_CONFIG_FIX}",
                           {"path": rel, "error": type(exc).__name__}) from None
     return parse_config(raw)
 
@@ -133,5 +133,9 @@ def _limits(raw: Any) -> dict[str, int]:
     return limits
 
 
+# Every config failure ends with what to do: doctor shows the file's state once it is fixed.
+_CONFIG_FIX = "fix .memory-forest/forest.json, then run memory-forest doctor ROOT"
+
+
 def _bad(code: str, message: str) -> ForestError:
-    return ForestError(code, message, {"path": state_rel(CONFIG)})
+    return ForestError(code, f"{message}: {_CONFIG_FIX}", {"path": state_rel(CONFIG)})

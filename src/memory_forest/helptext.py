@@ -24,7 +24,7 @@ def top_help() -> str:
         if word in seen:
             continue
         seen.add(word)
-        rows.append((word, GROUPS.get(word, operation.summary)))
+        rows.append((word, GROUPS[word][0] if word in GROUPS else operation.summary))
     return _join([
         "Usage: memory-forest [OPTIONS] COMMAND [ARGS]...", _paragraph(SUMMARY),
         "Options:\n" + _table([("--json", JSON_HELP), ("--version", "Show the version."),
@@ -37,8 +37,9 @@ def group_help(group: str) -> str:
 
     rows = [(operation.command[1], operation.summary) for operation in catalog.operations()
             if operation.command[0] == group and len(operation.command) > 1]
+    summary, example = GROUPS[group]
     return _join([f"Usage: memory-forest {group} [OPTIONS] COMMAND [ARGS]...",
-                  _paragraph(GROUPS[group]), "Commands:\n" + _table(rows)])
+                  _paragraph(summary), f"  Example: {example}", "Commands:\n" + _table(rows)])
 
 
 def command_help(operation: Operation) -> str:
@@ -95,7 +96,7 @@ def _table(rows: list[tuple[str, str]]) -> str:
     width = min(max(len(left) for left, _ in rows) + 2, 30)
     lines = []
     for left, right in rows:
-        text = textwrap.wrap(right, WIDTH - width - 4) or [""]
+        text = textwrap.wrap(right, WIDTH - width - 4, break_on_hyphens=False) or [""]
         if len(left) + 2 > width:
             lines.append(f"  {left}")
             lines.extend(f"  {'':{width}}{line}" for line in text)

@@ -107,8 +107,9 @@ def update(root: Path, progress: Progress | None = None,
         judged = judge(snap, names, routes, facts, present,
                        [issue for p in judged_files for issue in p.issues], recorder)
         kept = [Issue(*row) for row in store.problems(con, "file") if row[0] not in affected]
-        found = triage(judged.every() + kept, snap.dirs)  # raises on a forest-level fault
-        held = {path for path in found.quarantined if path in entries and "/" in path}
+        # Raises on a forest-level fault.
+        found = triage(judged.every() + kept, entries, snap.unread)
+        held = set(found.quarantined)
 
         def write() -> dict[str, int]:
             # A file can enter or leave quarantine without changing (a name that now collides

@@ -100,6 +100,7 @@ def _refuse_symlinks(root: Path, path: Path) -> None:
 
 def state(forest: Opened | Path) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
+    from .quarantine import left_out
     from .snapshot import survey
 
     root = forest.root if hasattr(type(forest), "config") else _root(forest)
@@ -111,10 +112,11 @@ def state(forest: Opened | Path) -> dict[str, Any]:
         return {"state": "invalid", "code": exc.code}
     with con:
         stats, held = store.known_files(con)
+        unread = store.unread(con)
     con.close()
     snap = survey(forest)  # read only now: an absent index needs no config
     diff = compare(stats, snap.documents, snap.entries)
-    counts = {"documents": len(stats) - len(held), "quarantined": len(held)}
+    counts = {"documents": len(stats) - len(held), "quarantined": left_out(held, unread)}
     if diff.new or diff.changed or diff.deleted:
         return {"state": "stale", "changed": len(diff.new) + len(diff.changed),
                 "deleted": len(diff.deleted), **counts}
@@ -215,7 +217,7 @@ def rebuild(root: Path, progress: Progress | None = None,
                 present = Presence(lambda path: path in read.routes or path in snap.unread)
                 judged = judge(snap, lambda: casefold_collisions([*snap.dirs, *read.routes]),
                                read.routes, read.facts, present, read.issues, recorder)
-                triage = quarantine.triage(judged.every(), snap.dirs)
+                triage = quarantine.triage(judged.every(), snap.entries, snap.unread)
                 held = timed(recorder, "index", lambda: _finish(con, snap, read, triage, judged),
                              _held)
             store.end_bulk_load(con)
@@ -282,7 +284,7 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
 def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage,
             judged: Judged) -> set[str]:
     """Take the quarantined documents out, record references, problems and the build."""
-    held = {path for path in triage.quarantined if path in snap.entries and "/" in path}
+    held = set(triage.quarantined)
     for path in sorted(held):
         if path in read.rowids:
             store.keep_indexed_words(con, path, read.rowids[path])

@@ -42,7 +42,10 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
 
     lock.check_wait(wait)
     budget = None if semantic_budget is None else parse_budget(semantic_budget)
+    from .snapshot import refuse_non_forest
+
     root = Forest.of(forest).root
+    refuse_non_forest(root)  # before the lock: a folder that is no forest gets nothing written
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     started = time.perf_counter()
     run = _Run()
@@ -94,7 +97,7 @@ def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
     done = index.refresh(root, recorder=run)  # a forest-level fault raises here
     triage = done.triage
     run.problems = [issue.to_dict() for issue in triage.problems]
-    run.quarantined = len(triage.quarantined)
+    run.quarantined = triage.left_out
     verified = run.step("verify", lambda: _verify(root, done.config, done.expected(), verify_all),
                         dict)
     if verified["mismatched"]:

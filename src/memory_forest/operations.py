@@ -157,8 +157,10 @@ def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
     """
     from . import index as forest_index
     from . import lock
+    from .snapshot import refuse_non_forest
 
     with opened(forest) as forest:
+        refuse_non_forest(forest.root)  # before the lock, which is written beside the root
         with lock.held(forest.root, "index --full" if full else "index", wait=wait):
             summary = forest_index.build(forest.root, full=full, progress=progress)
         forest.forget_index()  # a full build replaced the file the handle may have open
@@ -222,8 +224,8 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
 
     from . import __version__, gitrepo, store
     from . import lock as locking
-    from .parsing import route_or_issue
     from .safety import walk
+    from .snapshot import listed_per_layer
 
     root = forest.root
     report: dict[str, Any] = {}
@@ -250,12 +252,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     if config is not None:
         try:
             listing = walk(root, config.limits)
-            counts: dict[str, int] = {}
-            for entry in listing.files:
-                route = route_or_issue(entry.path, [])
-                if route:
-                    counts[route.layer.dirname] = counts.get(route.layer.dirname, 0) + 1
-            report["counts"] = counts
+            report["counts"] = listed_per_layer(listing)
             report["conflict_copies"] = _conflict_copies(root, listing.files,
                                                          config.limits["max_file_bytes"])
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
@@ -452,8 +449,10 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
     quarantined documents, which ``next_step`` counts.
     """
     from .semantic import coverage
+    from .snapshot import refuse_non_forest
 
     with opened(forest) as forest:
+        refuse_non_forest(forest.root)
         report = doctor(forest)
         index_state = report["index"]
         counts = report.get("counts", {})
@@ -464,11 +463,13 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
                   counts=counts, documents=sum(counts.values()),
                   conflict_copies=report.get("conflict_copies", []),
                   config=report["config"]["state"], versions=report["versions"],
-                  next_step=_next_step(index_state), semantic=semantic)
+                  next_step=_next_step(index_state, report["config"]["state"]), semantic=semantic)
 
 
-def _next_step(index_state: dict[str, Any]) -> str | None:
+def _next_step(index_state: dict[str, Any], config: str) -> str | None:
     """What to run next; an index with quarantined documents is ready, but says so."""
+    if config == "invalid":  # an index build would fail on it too
+        return "fix .memory-forest/forest.json; 'memory-forest doctor ROOT' shows what is wrong"
     state = index_state.get("state")
     if state == "current":
         if index_state.get("quarantined"):

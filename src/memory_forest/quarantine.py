@@ -13,6 +13,7 @@ reported as a warning.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import NamedTuple
 
 from .errors import ForestError
@@ -37,7 +38,12 @@ FOREST_FAULTS = frozenset({"layer_missing"})
 
 class Triage(NamedTuple):
     problems: list[Issue]  # every finding, sorted; modes demoted to warnings
-    quarantined: frozenset[str]  # paths kept out of the index
+    quarantined: frozenset[str]  # listed files kept out of the index (each has a row saying so)
+    unread: frozenset[str] = frozenset()  # symlinks and special files where a document would be
+
+    @property
+    def left_out(self) -> int:
+        return left_out(self.quarantined, self.unread)
 
     def by_path(self) -> dict[str, list[Issue]]:
         found: dict[str, list[Issue]] = {}
@@ -48,12 +54,23 @@ class Triage(NamedTuple):
     def counts(self) -> dict[str, int]:
         errors = sum(1 for issue in self.problems if issue.level == ERROR)
         return {"errors": errors, "warnings": len(self.problems) - errors,
-                "quarantined": len(self.quarantined)}
+                "quarantined": self.left_out}
 
     def fields(self) -> dict[str, object]:
         """What ``index`` and ``maintain`` report: the problem list and the quarantine count."""
         return {"problems": [issue.to_dict() for issue in self.problems],
-                "quarantined": len(self.quarantined)}
+                "quarantined": self.left_out}
+
+
+def left_out(quarantined: Collection[str], unread: Collection[str]) -> int:
+    """How many documents the index leaves out: every surface reports this one count.
+
+    The quarantined files, and the symlinks and special files that stand where
+    a document would (never read, so never in the quarantine table: the index
+    keeps them as its ``unread`` list). ``index`` and ``maintain`` count them
+    from the build, ``stats`` and ``status`` from the index it wrote.
+    """
+    return len(set(quarantined) | set(unread))
 
 
 def for_indexing(issues: list[Issue]) -> list[Issue]:
@@ -68,25 +85,25 @@ def keeps_out(issue: Issue) -> bool:
     return issue.level == ERROR and issue.code not in INDEXED_ANYWAY
 
 
-def triage(issues: list[Issue], dirs: list[str]) -> Triage:
+def triage(issues: list[Issue], files: Collection[str],
+           unread: Collection[str] = frozenset()) -> Triage:
     """Raise on a forest-level fault; otherwise name the paths to quarantine.
 
-    Every error-level issue that ``keeps_out`` on a file (or on a symlink or
-    special file that stands where a file would) quarantines that path. An error on a directory
-    is reported but quarantines nothing itself: the files under a badly
-    shaped directory carry their own route errors.
+    Every issue that ``keeps_out`` a listed file inside a layer quarantines that
+    path; ``unread`` (symlinks and special files at a document's path) are
+    left out too (``left_out``). An error on a directory, on the root or on a
+    file at the root (never a document) is reported but leaves nothing out.
     """
     problems = for_indexing(issues)
     faults = [issue for issue in problems if _is_forest_fault(issue)]
     if faults:
         first = faults[0]
-        raise ForestError(first.code, f"{first.path}: {first.message}; the forest cannot be "
-                          "indexed until this is fixed",
+        raise ForestError(first.code, f"the forest cannot be indexed: {first.path}: "
+                          f"{first.advice}",
                           {"issues": [issue.to_dict() for issue in faults]})
-    folders = set(dirs)
-    quarantined = frozenset(issue.path for issue in issues if keeps_out(issue)
-                            and issue.path != "." and issue.path not in folders)
-    return Triage(problems, quarantined)
+    quarantined = frozenset(issue.path for issue in problems if issue.level == ERROR
+                            and "/" in issue.path and issue.path in files)
+    return Triage(problems, quarantined, frozenset(unread))
 
 
 def _is_forest_fault(issue: Issue) -> bool:

@@ -32,14 +32,16 @@ def open_root(path: str | os.PathLike[str]) -> Path:
     try:
         st = os.lstat(root)
     except FileNotFoundError:
-        raise ForestError("root_missing", "the forest root does not exist") from None
+        raise ForestError("root_missing", "the forest root does not exist: pass the forest's "
+                          "folder, or create one with memory-forest init PATH") from None
     except OSError as exc:
         raise ForestError("root_unreadable", "the forest root cannot be inspected",
                           {"error": type(exc).__name__}) from None
     if stat.S_ISLNK(st.st_mode):
         raise ForestError("root_symlink", "the forest root is a symlink; pass the real directory")
     if not stat.S_ISDIR(st.st_mode):
-        raise ForestError("root_not_directory", "the forest root is not a directory")
+        raise ForestError("root_not_directory", "the forest root is not a directory: pass the "
+                          "forest's folder, or create one with memory-forest init PATH")
     return root
 
 

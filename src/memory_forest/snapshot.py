@@ -7,7 +7,8 @@ every document as well. Modes and symlinks are checked on every walk.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,8 +19,8 @@ from .issues import WARNING, Issue
 from .layers import BY_DIR, LAYERS
 from .parsing import routable
 from .routes import Route, parse_route
-from .safety import Entry, walk
-from .statefiles import CONFIG, STATE_DIR, state_rel
+from .safety import Entry, Walk, walk
+from .statefiles import CONFIG, STATE_DIR, config_path, state_rel
 
 
 @dataclass
@@ -39,12 +40,31 @@ class Snapshot:
 
     def layer_counts(self) -> dict[str, int]:
         """Files per layer directory, from the listing alone (a build counts before it reads)."""
-        counts = {layer.dirname: 0 for layer in LAYERS}
-        for path in self.entries:
-            layer = path.split("/", 1)[0]
-            if layer in counts and "/" in path:
-                counts[layer] += 1
-        return counts
+        return files_per_layer([*self.entries, *self.unread])
+
+
+def files_per_layer(paths: Iterable[str]) -> dict[str, int]:
+    """How many files each layer holds: the one count validate, doctor, status and stats
+    report. ``paths`` are the listed files and the symlinks and special files standing at
+    a document's path (``unread_of``): on disk there is a file there, indexed or left out,
+    so a layer's files are always its indexed documents plus the ones it left out."""
+    counts = {layer.dirname: 0 for layer in LAYERS}
+    for path in paths:
+        layer = path.split("/", 1)[0]
+        if layer in counts and "/" in path:
+            counts[layer] += 1
+    return counts
+
+
+def listed_per_layer(listing: Walk) -> dict[str, int]:
+    """``files_per_layer`` of what a walk listed, for a caller that has no snapshot."""
+    return files_per_layer([*(entry.path for entry in listing.files), *unread_of(listing)])
+
+
+def unread_of(listing: Walk) -> set[str]:
+    """The symlinks and special files a walk found at a document's path: never read."""
+    return {issue.path for issue in listing.issues
+            if issue.code in ("symlink", "special_file") and routable(issue.path)}
 
 
 def survey(forest: Opened | str | Path) -> Snapshot:
@@ -55,6 +75,7 @@ def survey(forest: Opened | str | Path) -> Snapshot:
     incremental build re-derives on every run, because it costs no read.
     """
     root, config = root_and_config(forest)
+    refuse_non_forest(root)
     listing = walk(root, config.limits)
     files = listing.files
     snap = Snapshot(root, config, issues=list(listing.issues), dirs=listing.dirs,
@@ -74,9 +95,20 @@ def survey(forest: Opened | str | Path) -> Snapshot:
     start, end = (bisect.bisect_left(files, (bound,)) for bound in state)
     snap.documents = [entry for entry in files[:start] + files[end:]
                       if entry.path not in at_root] if at_root else files[:start] + files[end:]
-    snap.unread = {issue.path for issue in listing.issues
-                   if issue.code in ("symlink", "special_file") and routable(issue.path)}
+    snap.unread = unread_of(listing)
     return snap
+
+
+def refuse_non_forest(root: Path) -> None:
+    """``not_a_forest`` for a folder with no config and none of the layers (an empty folder,
+    a typo'd path, the home directory): seven ``layer_missing`` would not say what to do,
+    and walking a big folder that was never a forest would only hit a limit."""
+    if any(os.path.lexists(path) for path in (config_path(root),
+                                              *(root / layer.dirname for layer in LAYERS))):
+        return
+    raise ForestError("not_a_forest", "no forest here (no layer directories, no "
+                      ".memory-forest/forest.json): pass the forest's folder, or create one "
+                      "with memory-forest init PATH (a path that does not exist yet)")
 
 
 def scan(forest: Opened | str | Path) -> Snapshot:

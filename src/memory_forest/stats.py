@@ -21,9 +21,12 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
     from .errors import ForestError
     from .layers import LAYERS
     from .safety import walk
+    from .snapshot import listed_per_layer, refuse_non_forest
 
     forest = Forest.of(forest)
-    on_disk = _files_per_layer(walk(forest.root, forest.limits).files)
+    refuse_non_forest(forest.root)
+    listing = walk(forest.root, forest.limits)
+    on_disk = listed_per_layer(listing)
     indexed: dict[str, int] = {}
     state = index.state(forest.root)
     age = problems = None
@@ -34,7 +37,7 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
             state = {"state": "invalid"}
         else:
             indexed = store.layer_counts(con)
-            problems = len(store.quarantined(con))
+            problems = state["quarantined"]  # the count status reports, read the same way
             age = max(0.0, round(time.time() - store.built_at_ns(con) / 1e9, 3))
     layers = [{"layer": layer.key, "dir": layer.dirname, "files": on_disk.get(layer.dirname, 0),
                "indexed": indexed.get(layer.dirname, 0)} for layer in LAYERS]
@@ -44,11 +47,3 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
                   indexed=sum(indexed.values()), index=state["state"],
                   index_age_seconds=age, problems=problems, semantic=coverage(forest))
 
-
-def _files_per_layer(entries: list[Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for entry in entries:
-        top, slash, _ = entry.path.partition("/")
-        if slash and not top.startswith("."):
-            counts[top] = counts.get(top, 0) + 1
-    return counts

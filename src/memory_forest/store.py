@@ -555,11 +555,6 @@ def _holding_code(issues: list[list[str]]) -> str:
     return codes[0] if codes else "left_out"
 
 
-def quarantined(con: sqlite3.Connection) -> list[str]:
-    """The paths the last build left out of ``docs``."""
-    return sorted(_text(path) for (path,) in con.execute("SELECT path FROM quarantine"))
-
-
 # --- writing (only index.py's builds call these) --------------------------------------------
 
 

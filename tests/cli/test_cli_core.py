@@ -456,7 +456,7 @@ def test_every_root_command_documents_the_default_root() -> None:
         usage = done.stdout.splitlines()[0]
         assert f"memory-forest {command} [OPTIONS] [ROOT]" in usage, usage
         text = " ".join(done.stdout.split())
-        assert "MEMORY_FOREST_ROOT" in text and "one positional short" in text
+        assert "The forest's folder; optional when MEMORY_FOREST_ROOT" in text
         assert "Example:" in done.stdout, command
 
 

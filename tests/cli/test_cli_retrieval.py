@@ -103,7 +103,8 @@ def test_a_wide_mode_is_indexed_with_a_warning(forest):
     code, outcome, _ = run_json("index", str(forest))
     assert code == 0 and outcome["ok"] and outcome["quarantined"] == 0
     assert outcome["problems"] == [{"path": KIMCHI, "code": "mode_file_not_private",
-                                    "message": "mode is 0644, must be 0600",
+                                    "message": "mode is 0644, must be 0600: run "
+                                    "memory-forest doctor ROOT --repair",
                                     "level": "warning"}]
     assert KIMCHI in {row[0] for row in index_rows(forest)[0]}
 

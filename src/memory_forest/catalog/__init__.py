@@ -49,10 +49,12 @@ class Param:
     turns those bytes into the value, and ``parser`` does the same for a
     tool's inline value. An option with ``positional_value`` may also be
     given as the command's last positional word (``remember ROOT "fact"``).
+    ``choices`` are the values shell completion offers: a tuple, or a
+    ``"module:NAME"`` constant whose keys (or items) they are.
     """
 
-    __slots__ = ("cli", "default", "doc", "file_flags", "flags", "help", "input_code", "kind",
-                 "max_bytes", "metavar", "name", "parser", "positional_value", "reader",
+    __slots__ = ("choices", "cli", "default", "doc", "file_flags", "flags", "help", "input_code",
+                 "kind", "max_bytes", "metavar", "name", "parser", "positional_value", "reader",
                  "required", "schema", "stdin_mark", "tool", "tool_max", "tool_type")
 
     def __init__(self, name: str, kind: str = TEXT, help: str = "", *,
@@ -63,7 +65,8 @@ class Param:
                  stdin_mark: bool = False, reader: str | None = None,
                  parser: str | None = None, tool_type: str | None = None,
                  max_bytes: int | str | None = None, input_code: str | None = None,
-                 positional_value: bool = False) -> None:
+                 positional_value: bool = False,
+                 choices: tuple[str, ...] | str | None = None) -> None:
         if kind == FLAG:
             default = False  # a flag is given or not: its default is never anything else
         elif kind == TEXTS and default is None:
@@ -77,6 +80,7 @@ class Param:
         self.positional_value = positional_value
         self.reader, self.parser, self.max_bytes = reader, parser, max_bytes
         self.input_code = input_code or name
+        self.choices = choices
 
     @property
     def positional(self) -> bool:
@@ -134,9 +138,8 @@ class Operation:
 
 # The first positional of every operation over a forest; see ``cli._with_root`` for the rule.
 ROOT = Param(
-    "root", PATH, "Forest root directory. Leave it out to use the default root "
-    "(MEMORY_FOREST_ROOT, else root in ~/.config/memory-forest/config.toml): a command line "
-    "one positional short has left ROOT out.", metavar="ROOT", required=True)
+    "root", PATH, "The forest's folder; optional when MEMORY_FOREST_ROOT or root in "
+    "~/.config/memory-forest/config.toml names one.", metavar="ROOT", required=True)
 
 
 def positionals(operation: Operation) -> list[Param]:

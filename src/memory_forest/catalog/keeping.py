@@ -6,7 +6,8 @@ from . import FLAG, INT, PATH, TEXT, Operation, Param
 from .params import WAIT
 
 _DRY_RUN = Param("dry_run", FLAG, "Report the change; write nothing.", flags=("--dry-run",))
-_CLIENT = Param("client", TEXT, "claude-code or codex.", flags=("--client",), required=True)
+_CLIENT = Param("client", TEXT, "claude-code or codex.", flags=("--client",), required=True,
+                choices="memory_forest.hooks:CLIENTS")
 _SETTINGS = Param("settings", PATH, "Settings file (default: ~/.claude/settings.json for "
                   "claude-code, ~/.codex/hooks.json for codex).", flags=("--settings",))
 
@@ -150,7 +151,7 @@ OPERATIONS = (
         "Print a ready-to-install cron line, launchd plist or systemd units; installs nothing.",
         "memory-forest schedule print --scheduler systemd --root ~/memory",
         params=(Param("scheduler", TEXT, "cron, launchd or systemd.", flags=("--scheduler",),
-                      required=True),
+                      required=True, choices="memory_forest.schedule:SCHEDULERS"),
                 Param("root", PATH, "Forest root directory (default: the default root); the "
                       "entry always names it by its absolute path.", flags=("--root",)),
                 Param("bin_path", PATH, "memory-forest executable (default: this one).",
@@ -166,12 +167,26 @@ OPERATIONS = (
                       "for at most this long (maintain --semantic-budget TIME).",
                       flags=("--semantic-budget",), metavar="TIME")),
         command=("schedule", "print"), forest=False, render="schedule_print"),
+    Operation(
+        "completion", "memory_forest.completion:completion",
+        "Print a shell completion script (bash, zsh or fish) for every command and option.",
+        "source <(memory-forest completion bash)",
+        help="Written from the command catalog, so it completes every command, subcommand, "
+        "option and the values an option allows. bash: add 'source <(memory-forest "
+        "completion bash)' to ~/.bashrc; zsh: the same with zsh in ~/.zshrc; fish: "
+        "memory-forest completion fish > ~/.config/fish/completions/memory-forest.fish.",
+        params=(Param("shell", TEXT, "bash, zsh or fish.", required=True,
+                      choices="memory_forest.completion:SHELLS"),),
+        forest=False, render="completion"),
 )
 
-# What the command groups say in the help.
+# What the command groups say in the help: a summary and an example to copy.
 GROUPS = {
-    "hooks": "Install or remove the per-turn gate as a UserPromptSubmit hook (Claude Code, "
-             "Codex).",
-    "schedule": "Print scheduler entries for unattended maintenance (installs nothing).",
-    "proposals": "Review consolidation proposals: list, show, accept or reject.",
+    "hooks": ("Install or remove the per-turn gate as a UserPromptSubmit hook (Claude Code, "
+              "Codex).",
+              "memory-forest hooks install --client claude-code --root ~/memory --dry-run"),
+    "schedule": ("Print scheduler entries for unattended maintenance (installs nothing).",
+                 "memory-forest schedule print --scheduler cron --root ~/memory"),
+    "proposals": ("Review consolidation proposals: list, show, accept or reject.",
+                  "memory-forest proposals list ~/memory"),
 }

@@ -16,7 +16,7 @@ LIMIT = Param(
 
 LAYER = Param(
     "layer", TEXTS, "Layer to search (key, number or directory); repeatable. Default: 01-04.",
-    flags=("--layer", "-l"), default=None,
+    flags=("--layer", "-l"), default=None, choices="memory_forest.layers:BY_KEY",
     doc="Layers to search, each as a key (xltm, ltm, mtm, stm, life_archive, daily, istm), a "
     "number (0-6) or a directory name ('04 stm'). Default: the structured layers 01-04.")
 
