@@ -178,7 +178,8 @@ def test_an_interrupted_embedding_resumes_where_it_stopped(tmp_path: Path):
                              "--semantic", "--json"], capture_output=True, env=env, timeout=120)
     assert killed.returncode == -9
     status = operations.status(root)["semantic"]
-    assert status == {"enabled": True, "documents": semantic.EMBED_BATCH, "embeddable": total}
+    assert status == {"enabled": True, "documents": semantic.EMBED_BATCH, "embeddable": total,
+                      "state": "partial"}
     done = one_object(run_cli("index", root, "--semantic", "--json").stdout)["semantic"]
     assert done["embedded"] == total - semantic.EMBED_BATCH
     assert done["documents"] == total and done["remaining"] == 0
@@ -190,12 +191,16 @@ def test_maintain_embeds_within_its_budget(forest: Path):
     done = operations.index(forest)  # a writer's or a plain index: nothing embedded
     assert done["documents"] == 11
     assert operations.status(forest)["semantic"] == {"enabled": True, "documents": 10,
-                                                     "embeddable": 11}
+                                                     "embeddable": 11, "state": "partial"}
+    before = retrieve.retrieve(forest, "winter tyres")
+    assert before["ranking"] == "fused" and before["ranking_partial"] is True
     outcome = one_object(run_cli("maintain", forest, "--semantic-budget", "60s",
                                  "--json").stdout)
     assert outcome["ok"] and outcome["steps"]["semantic"]["embedded"] == 1
     stats = one_object(run_cli("stats", forest, "--json").stdout)
-    assert stats["semantic"] == {"enabled": True, "documents": 11, "embeddable": 11}
+    assert stats["semantic"] == {"enabled": True, "documents": 11, "embeddable": 11,
+                                 "state": "ready"}
+    assert retrieve.retrieve(forest, "winter tyres")["ranking_partial"] is False
     bad = run_cli("maintain", forest, "--semantic-budget", "soon", "--json")
     assert bad.code == 2 and one_object(bad.stdout)["error"]["code"] == "semantic_budget_invalid"
 

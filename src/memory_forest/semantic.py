@@ -261,21 +261,33 @@ def _new_generation(vectors: sqlite3.Connection) -> None:
 
 
 def coverage(forest: Any) -> dict[str, Any]:
-    """Whether semantic ranking is on, and how many embeddable documents have vectors, read
-    without numpy or the model (``status``, ``stats``)."""
+    """Whether semantic ranking is on, how many embeddable documents have vectors, and
+    what retrieval does with them (``state``), without loading the model (``status``,
+    ``stats``).
+
+    ``state`` is ``off``; ``semantic_unavailable`` or ``semantic_model_mismatch`` when it
+    is on but the extra cannot run here (retrieval ranks lexically); ``vectors_unreadable``;
+    ``partial`` while some documents have no vectors (they rank lexically until
+    embedded); else ``ready``.
+    """
     from . import store
+    from .semantic_model import unavailable
 
     root = forest.root
     if not enabled(root):
-        return {"enabled": False, "documents": 0, "embeddable": None}
+        return {"enabled": False, "documents": 0, "embeddable": None, "state": "off"}
+    reason = unavailable()
     try:
         con = forest.reader()
     except ForestError:
-        return {"enabled": True, "documents": 0, "embeddable": None}
+        return {"enabled": True, "documents": 0, "embeddable": None,
+                "state": reason or "vectors_unreadable"}
     if not store.attach_vectors(con, os.fspath(_vectors_file(root))):
-        return {"enabled": True, "documents": 0, "embeddable": None}
+        return {"enabled": True, "documents": 0, "embeddable": None,
+                "state": reason or "vectors_unreadable"}
     documents, embeddable = store.coverage(con, LAYERS)
-    return {"enabled": True, "documents": documents, "embeddable": embeddable}
+    state = reason or ("partial" if documents < embeddable else "ready")
+    return {"enabled": True, "documents": documents, "embeddable": embeddable, "state": state}
 
 
 # --- ranking ---------------------------------------------------------------------------------
@@ -310,6 +322,16 @@ class Searcher:
         query = np.asarray(self.embedder.query(text), dtype=np.float32)
         return (np.maximum.reduceat(self.matrix @ query, self.starts),
                 semantic_null.floor(self.null, query))
+
+    @staticmethod
+    def partial(con: sqlite3.Connection) -> bool:
+        """Whether some indexed document that could have vectors has none yet: it ranks by
+        its lexical score alone (``fuse``) until it is embedded. ``con`` has the vectors
+        attached (``searcher``)."""
+        from . import store
+
+        documents, embeddable = store.coverage(con, LAYERS)
+        return documents < embeddable
 
     def fused(self, con: sqlite3.Connection, text: str, lexical: dict[str, list],
               limit: int) -> dict[str, list]:
@@ -398,7 +420,8 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
     model's failure (``semantic_unavailable``, ``semantic_model_mismatch``):
     keyword retrieval goes on either way, never an error. The vectors come
     from the matrix cache when it is of the vectors file's generation, else
-    from the file itself (slower, same result).
+    from the file itself (slower, same result). Whenever a searcher is returned,
+    the forest's reader has the vectors attached (``Searcher.partial`` reads them).
     """
     from . import store
 
@@ -410,12 +433,12 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
     key = stat_stamp(path)
     if key is None:
         return None, "semantic_off"
-    cached = _searchers.get(key)
-    if cached is not None:
-        return cached, None
     con = forest.reader()
     if not store.attach_vectors(con, os.fspath(path)):
         return None, "vectors_unreadable"
+    cached = _searchers.get(key)
+    if cached is not None:
+        return cached, None
     if store.vectors_meta(con, ENABLED_KEY, "vec") != "1":
         return None, "semantic_off"
     # numpy comes with the model: its BLAS need not start a thread per core for one

