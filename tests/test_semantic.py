@@ -317,7 +317,7 @@ def test_a_short_query_is_embedded_whole():
 
 def test_the_null_reference_is_kept_with_the_vectors_and_rebuilt_when_missing(forest: Path):
     """Written by index --semantic; a vectors file without it (older, or damaged) gives the
-    same answers, the reader embedding the null passages itself."""
+    same answers, the reader embedding the null passages itself, until a writer stores it."""
     import sqlite3
 
     path = forest / ".memory-forest" / "vectors.sqlite3"
@@ -337,6 +337,14 @@ def test_the_null_reference_is_kept_with_the_vectors_and_rebuilt_when_missing(fo
         con.execute("DELETE FROM meta WHERE key = ?", (semantic_null.META_KEY,))
     con.close()
     assert python(_NOTHING_AND_TYRES, str(forest)) == outcome
+    # The next writer stores it again, though it has no document to embed.
+    done = one_object(run_cli("maintain", forest, "--semantic-budget", "60s", "--json").stdout)
+    assert done["steps"]["semantic"]["embedded"] == 0
+    with sqlite3.connect(path) as con:
+        again = con.execute("SELECT value FROM meta WHERE key = ?",
+                            (semantic_null.META_KEY,)).fetchone()[0]
+    assert again.startswith(f"{semantic_null.DIGEST}:") and len(again) == len(held)
+    con.close()
 
 
 _NOTHING_AND_TYRES = """

@@ -205,7 +205,9 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
         todo = list({sha: path for path, sha in reversed(wanted) if sha not in have}.items())
         todo.reverse()  # by path, each hash once
         done = skipped = chunk_count = 0
-        if todo or embedder is not None:
+        # A file made before the null reference gets it from the next writer, even with
+        # nothing to embed: until then every reader embeds it again.
+        if todo or embedder is not None or semantic_null.missing(vectors):
             embedder = embedder or model()
             with vectors:
                 store.set_vectors_meta(vectors, MODEL_STAMP_KEY, embedder.stamp)

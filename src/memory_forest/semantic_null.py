@@ -63,13 +63,20 @@ DIGEST = hashlib.sha256("\n".join(NULL_PASSAGES).encode("utf-8")).hexdigest()[:1
 _embedded: list[Any] = []
 
 
+def missing(vectors: sqlite3.Connection) -> bool:
+    """Whether the vectors file lacks this set's vectors (made before it, or by another set)."""
+    from . import store
+
+    held = store.vectors_meta(vectors, META_KEY)
+    return held is None or not held.startswith(f"{DIGEST}:")
+
+
 def save(vectors: sqlite3.Connection, embedder: Any) -> None:
     """Store the null passages' vectors in the vectors file (a writer, in its transaction),
     unless it already holds this set's."""
     from . import store
 
-    held = store.vectors_meta(vectors, META_KEY)
-    if held is None or not held.startswith(f"{DIGEST}:"):
+    if missing(vectors):
         matrix = embedder.passages(list(NULL_PASSAGES)).astype("<f2")
         store.set_vectors_meta(vectors, META_KEY, f"{DIGEST}:{matrix.tobytes().hex()}")
 
