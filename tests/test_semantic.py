@@ -240,7 +240,7 @@ def test_the_lexical_path_never_imports_numpy(forest: Path, tmp_path: Path):
     assert python(_RETRIEVE, str(off), "auto")["numpy"] is False
     assert python(_RETRIEVE, str(forest), "lexical")["numpy"] is False
     fused = python(_RETRIEVE, str(forest), "auto")
-    assert fused.pop("count") >= 1  # how many neighbours pass the floor depends on chunking
+    assert fused.pop("count") >= 1  # how many neighbours are candidates depends on chunking
     assert fused == {"numpy": True, "ranking": "fused", "reason": None}
 
 
