@@ -302,14 +302,16 @@ def test_the_model_file_is_checked_against_its_sha256(forest: Path, tmp_path: Pa
 def test_a_long_query_is_embedded_by_its_last_tokens(text: str):
     embedder = semantic_model.model()
     bounded = embedder.bounded(text)
-    assert text.endswith(bounded) and len(bounded) < len(text)
+    assert text.rstrip().endswith(bounded) and len(bounded) < len(text)
     tokens = embedder.engine.token_count(bounded, True)
     assert semantic_model.QUERY_TOKENS // 2 <= tokens <= semantic_model.QUERY_TOKENS
 
 
-def test_a_short_query_is_embedded_whole():
+def test_a_short_query_is_embedded_whole_and_trailing_blanks_are_not_its_end():
     embedder = semantic_model.model()
     assert embedder.bounded("how hard do I pump the tyre?") == "how hard do I pump the tyre?"
+    assert embedder.bounded("how hard do I pump the tyre?" + " \n" * 10_000) == \
+        "how hard do I pump the tyre?"
 
 
 # --- the null reference -------------------------------------------------------------------

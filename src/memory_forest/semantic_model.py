@@ -44,7 +44,8 @@ class Model:
         return self.engine.query(self.bounded(text))
 
     def bounded(self, text: str) -> str:
-        """``text``, or its end cut at a word to at most ``QUERY_TOKENS`` tokens.
+        """``text`` without trailing blanks, or its end cut at a word to at most
+        ``QUERY_TOKENS`` tokens.
 
         The engine embeds a long text whole, window by window, at a cost that
         grows faster than its length (a 20,000-character paste took 10 s); a
@@ -52,7 +53,7 @@ class Model:
         tokenizer runs on the text (milliseconds), and on at most
         ``QUERY_TOKENS x MAX_TOKEN_CHARS`` characters of it.
         """
-        cut = text[-QUERY_TOKENS * MAX_TOKEN_CHARS:]
+        cut = text.rstrip()[-QUERY_TOKENS * MAX_TOKEN_CHARS:]  # trailing blanks say nothing
         count = self.engine.token_count(cut, True)
         while count > QUERY_TOKENS:
             keep = max(1, int(len(cut) * QUERY_TOKENS / count * 0.9))
