@@ -10,8 +10,12 @@ question of tests/data/multilingual/questions.jsonl twice: ``retrieve`` with
 expected leaf ends one of the first k trails. Prints recall@1 and recall@5 as
 JSON: overall, per question language, and for the cross-language questions
 (the question's language is not the leaf's) and the same-language ones.
-``--write-docs`` also writes the table into docs/benchmarks.md between its
-``bench_multilingual`` markers.
+It also asks every question of tests/data/multilingual/nothing.jsonl
+(gibberish, and questions this forest knows nothing about; a calibration
+half and a held-out half) and prints the share that got no trail at all,
+in both modes: the other side of recall, what ``semantic_null`` is
+calibrated on. ``--write-docs`` also writes the tables into
+docs/benchmarks.md between its ``bench_multilingual`` markers.
 
 tests/test_multilingual.py loads this module to build the same forest and
 score it the same way, so the test and the table cannot drift apart.
@@ -51,6 +55,29 @@ def load_forest() -> dict[str, Any]:
 def load_questions() -> list[dict[str, str]]:
     lines = (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def load_nothing() -> list[dict[str, str]]:
+    lines = (DATA / "nothing.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def trail_counts(root: Path, items: list[dict[str, str]], lexical: bool) -> dict[str, int]:
+    """For every question id, how many trails it got (the leaves of ``ranked_leaves``)."""
+    return {item["id"]: len(ranked_leaves(root, item["question"], lexical))
+            for item in items}
+
+
+def empty_shares(items: list[dict[str, str]], counts: dict[str, dict[str, int]]
+                 ) -> dict[str, Any]:
+    """The share of questions with no trail, per mode, by kind and split and overall."""
+    groups: dict[str, list[str]] = {"all": [item["id"] for item in items]}
+    for item in items:
+        groups.setdefault(f"{item['kind']}, {item['split']}", []).append(item["id"])
+    return {group: {"questions": len(ids),
+                    **{mode: round(sum(1 for i in ids if not found[i]) / len(ids), 3)
+                       for mode, found in counts.items()}}
+            for group, ids in sorted(groups.items())}
 
 
 def leaf_languages(forest: dict[str, Any]) -> dict[str, str]:
@@ -153,12 +180,17 @@ def run() -> dict[str, Any]:
         index_s = time.perf_counter() - started
         ranks = {"lexical": score(root, questions, lexical=True),
                  "fused": score(root, questions, lexical=False)}
+        nothing = load_nothing()
+        counts = {"lexical": trail_counts(root, nothing, lexical=True),
+                  "fused": trail_counts(root, nothing, lexical=False)}
     missed = {mode: " ".join(sorted(i for i, rank in mode_ranks.items() if rank is None))
               for mode, mode_ranks in ranks.items()}
     return {"leaves": len(leaves) + 4, "questions": len(questions),
             "index_semantic_s": round(index_s, 1),
             "table": table(questions, leaf_languages(forest), ranks),
-            "missed_at_5": missed}
+            "missed_at_5": missed, "nothing": empty_shares(nothing, counts),
+            "nothing_with_trails": {mode: " ".join(sorted(i for i, n in found.items() if n))
+                                    for mode, found in counts.items()}}
 
 
 def markdown(report: dict[str, Any]) -> list[str]:
@@ -184,6 +216,19 @@ def write_docs(report: dict[str, Any]) -> None:
         *markdown(report),
         "",
         f"Missed at 5 by the fused ranking: {missed}.",
+        "",
+        "Questions with nothing to find (`nothing.jsonl`): the share that got no trail.",
+        "",
+        "| questions | n | lexical | fused |",
+        "|---|---:|---:|---:|",
+        *(f"| {group} | {row['questions']} | {row['lexical']:.3f} | {row['fused']:.3f} |"
+          for group, row in report["nothing"].items()),
+        "",
+        "With trails, fused: " + (", ".join(
+            f"`{i}`" for i in report["nothing_with_trails"]["fused"].split()) or "none")
+        + "; lexical: " + (", ".join(
+            f"`{i}`" for i in report["nothing_with_trails"]["lexical"].split()) or "none")
+        + ".",
         END])
     text = DOCS.read_text(encoding="utf-8")
     if BEGIN in text:

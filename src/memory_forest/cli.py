@@ -283,6 +283,8 @@ def _run(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:
     with _Progress(operation.progress, json_mode) as progress:
         def call() -> Any:
             # The default root is looked up first: without one, nothing else is worth reading.
+            if operation.forest and values["root"] == _LEFT_OUT:
+                _refuse_root_as_argument(operation, values)
             root = _root(values["root"]) if operation.forest else None
             arguments = _arguments(operation, values)
             if progress is not None:
@@ -313,6 +315,24 @@ def _run_direct(operation: Operation, values: dict[str, Any], json_mode: bool) -
             emit(failure(operation.name, exc.to_dict()), json_mode)
             return exc.exit_code
     return operation.function()(root, **_arguments(operation, values))
+
+
+def _refuse_root_as_argument(operation: Operation, values: dict[str, Any]) -> None:
+    """Refuse a line whose one word, taken for the argument after a left-out ROOT, is an
+    existing directory: ``retrieve ~/memory`` forgot its question, and searching the
+    default root for the words of a path would answer with noise."""
+    import os
+
+    from .errors import usage_error
+
+    after = positionals(operation)[1:]
+    word = values.get(after[0].name) if len(after) == 1 else None
+    if isinstance(word, str) and word.strip() and os.path.isdir(os.path.expanduser(word)):
+        metavar = after[0].metavar
+        raise usage_error("argument_missing", f"'{word[:80]}' is a directory, so it is taken "
+                          f"as ROOT and {metavar} is missing; run "
+                          f"'{PROG} {operation.words} ROOT {metavar}' with both",
+                          argument=metavar)
 
 
 def _root(root: str) -> str:

@@ -194,7 +194,7 @@ def reduce_turn(con: Any, turn: str) -> str:
     usually at the end; of the text before (its last ``HEAD_WINDOW_BYTES``,
     and of those the last ``MAX_HEAD_TERMS`` distinct words), the
     ``MAX_QUERY_TERMS`` words the fewest documents hold
-    (``ranking.chosen_terms``) are added. Given the same index, the same
+    (``ranking.chosen_terms``) go before it. Given the same index, the same
     turn always reduces to the same text.
     """
     from .ranking import MAX_QUERY_TERMS, chosen_terms
@@ -210,7 +210,8 @@ def reduce_turn(con: Any, turn: str) -> str:
     if len(window) < len(head):  # the window's first word may be cut: leave it out
         window = window[_first_break(window):]
     rare = chosen_terms(con, query_terms(window)[-MAX_HEAD_TERMS:], MAX_QUERY_TERMS)
-    return f"{tail}\n{' '.join(rare)}"
+    # The tail goes last: a long query is embedded by its end (semantic_model.Model.bounded).
+    return f"{' '.join(rare)}\n{tail}"
 
 
 def _first_break(text: str) -> int:

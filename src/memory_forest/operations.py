@@ -458,7 +458,7 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
         counts = report.get("counts", {})
         ready = index_state.get("state") in ("current", "stale")
         semantic = coverage(forest) if ready else {"enabled": False, "documents": 0,
-                                                   "embeddable": None}
+                                                   "embeddable": None, "state": "off"}
     return result("status", ready=ready, index=index_state, lock=report["lock"],
                   counts=counts, documents=sum(counts.values()),
                   conflict_copies=report.get("conflict_copies", []),

@@ -295,6 +295,9 @@ def _status(outcome: dict[str, Any]) -> None:
 def _semantic(coverage: dict[str, Any]) -> str:
     if not coverage["enabled"]:
         return "off ('memory-forest index ROOT --semantic' turns it on)"
+    if coverage["state"] in ("semantic_unavailable", "semantic_model_mismatch"):
+        return (f"on, but {coverage['state']}: ranking is lexical "
+                "(pip install 'memory-forest[semantic]')")
     if coverage["embeddable"] is None:
         return "on, vectors unreadable"
     return f"on, {coverage['documents']} of {coverage['embeddable']} documents embedded"

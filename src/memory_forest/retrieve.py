@@ -278,7 +278,9 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
     ``lexical`` keeps this call to the lexical core. ``ranking`` says which
     ran, and ``ranking_reason`` why it is lexical (``lexical_requested``,
     ``semantic_off``, ``no_vectors``, ``semantic_unavailable``, ...): a
-    missing extra never fails a retrieval.
+    missing extra never fails a retrieval. ``ranking_partial`` says a fused
+    ranking covered only some documents: the others, not embedded yet, ranked
+    by their lexical score alone.
     """
     from .envelope import result
 
@@ -303,10 +305,12 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
             _fill_nodes(con, ranked)
             unfiled = [] if no_unfiled else _unfiled(con, queries[0], window)
             left_out = _left_out(con, own)
+            partial = dense is not None and dense.partial(con)
         check(forest, [*(node for trail in ranked for node in trail.nodes), *unfiled], strict)
     return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
                   unfiled=unfiled, left_out=left_out, body_included=False, probes=len(queries) - 1,
-                  ranking="lexical" if dense is None else "fused", ranking_reason=reason)
+                  ranking="lexical" if dense is None else "fused", ranking_reason=reason,
+                  ranking_partial=partial)
 
 
 def _dense(forest: Forest, lexical: bool) -> tuple[Any, str | None]:

