@@ -189,7 +189,7 @@ def test_the_receipt_error_codes_are_the_gate_messages():
 
 def test_mcp_tools_are_the_catalog_projected():
     pytest.importorskip("mcp", reason="the optional 'mcp' SDK is not installed "
-                        "(pip install 'memory-forest[mcp]')")
+                        "(pip install -e '.[mcp]')")
     from memory_forest import mcp_server
 
     tools = {tool.name: tool.model_dump(by_alias=True, exclude_none=True)

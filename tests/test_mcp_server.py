@@ -17,7 +17,7 @@ from memory_forest import catalog, lock, operations, schemas
 from memory_forest.mcp_server import arguments_model
 
 mcp = pytest.importorskip("mcp", reason="the optional 'mcp' SDK is not installed; CI installs "
-                          "it through the dev extras (pip install 'memory-forest[mcp]')")
+                          "it through the dev extras (pip install -e '.[mcp]')")
 anyio = pytest.importorskip("anyio")
 
 KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"

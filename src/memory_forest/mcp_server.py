@@ -48,7 +48,7 @@ from .catalog import FLAG, FLOAT, INT, TEXT, TEXTS, Operation, Param
 from .errors import ForestError
 
 SERVER_NAME = "memory-forest"
-INSTALL_HINT = "pip install 'memory-forest[mcp]'"
+INSTALL_HINT = "pip install -e '.[mcp]' (in the memory-forest clone's folder)"
 INSTRUCTIONS = (
     "Memory Forest is the user's local long-term memory. Route first (route or retrieve "
     "with the user's words), then open the documents you need by path. Everything memory "

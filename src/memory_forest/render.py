@@ -297,7 +297,7 @@ def _semantic(coverage: dict[str, Any]) -> str:
         return "off ('memory-forest index ROOT --semantic' turns it on)"
     if coverage["state"] in ("semantic_unavailable", "semantic_model_mismatch"):
         return (f"on, but {coverage['state']}: ranking is lexical "
-                "(pip install 'memory-forest[semantic]')")
+                "(pip install -e '.[semantic]' in the clone's folder)")
     if coverage["embeddable"] is None:
         return "on, vectors unreadable"
     return f"on, {coverage['documents']} of {coverage['embeddable']} documents embedded"

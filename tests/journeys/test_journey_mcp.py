@@ -27,7 +27,7 @@ from forestkit import canonical_state, new_forest, write_doc
 from memory_forest import catalog, operations
 
 mcp = pytest.importorskip("mcp", reason="the optional 'mcp' SDK is installed with the dev "
-                          "extras (pip install 'memory-forest[mcp]')")
+                          "extras (pip install -e '.[mcp]')")
 
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
 KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
