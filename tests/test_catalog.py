@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from memory_forest import catalog, gate, schemas
+from memory_forest import catalog, gate, gate_receipt, schemas
 from memory_forest.catalog import KINDS
 from memory_forest.catalog.params import DEFAULT_CAPTURE_WAIT, MAX_TOOL_WAIT
 from memory_forest.errors import ForestError
@@ -163,14 +163,14 @@ def test_gate_receipts_validate_against_the_receipt_model(shared_example, empty_
                 gate.consult(shared_example, b"kimchi " * gate.MAX_TURN_BYTES),
                 gate.consult(shared_example, b"x" * (gate.MAX_INPUT_BYTES + 1))]
     for receipt in receipts:
-        schemas.GateReceipt.model_validate(receipt)
+        gate_receipt.GateReceipt.model_validate(receipt)
     assert [r["status"] for r in receipts] == ["evidence_found", "noop", "no_evidence",
                                                "failed", "evidence_found", "failed"]
     assert receipts[4]["turn_reduced"] is True
 
 
 def generated_receipt_schema() -> str:
-    return json.dumps(schemas.GateReceipt.model_json_schema(), indent=2, sort_keys=True,
+    return json.dumps(gate_receipt.GateReceipt.model_json_schema(), indent=2, sort_keys=True,
                       ensure_ascii=False) + "\n"
 
 
@@ -180,7 +180,7 @@ def test_published_gate_receipt_schema_matches_the_model():
 
 
 def test_the_receipt_error_codes_are_the_gate_messages():
-    schema = schemas.GateReceipt.model_json_schema()
+    schema = gate_receipt.GateReceipt.model_json_schema()
     assert schema["$defs"]["GateError"]["properties"]["code"]["enum"] == list(gate.MESSAGES)
 
 

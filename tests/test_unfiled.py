@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import raises_code
 
-from memory_forest import gate, index, retrieve, schemas, store
+from memory_forest import gate, gate_receipt, index, retrieve, schemas, store
 from memory_forest.documents import split_frontmatter
 from memory_forest.writers.capture import capture_events, inline_events
 from memory_forest.writers.daily import apply_daily
@@ -141,7 +141,7 @@ def test_the_gate_receipt_and_the_hook_name_unfiled_captures_never_their_text(ex
     out = capture(example)
     [event_id] = out["event_ids"]
     receipt = gate.consult(example, b"when is the boiler service?")
-    schemas.GateReceipt.model_validate(receipt)
+    gate_receipt.GateReceipt.model_validate(receipt)
     assert receipt["status"] == "evidence_found"
     assert [(u["path"], u["event_id"]) for u in receipt["retrieve"]["unfiled"]] == \
         [(out["shard"], event_id)]
