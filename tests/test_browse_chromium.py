@@ -43,6 +43,17 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-extensions", "--hide-scrollbars", "--mute-audio", "--window-size=1280,1400"]
 TIMEOUT = 60.0
 
+OBSIDIAN_LEAF = "04 stm/kitchen/fermentation/hot-sauce.md"
+# As an Obsidian user writes a note: a callout, an embed, tags, a sibling link, no Up: line.
+OBSIDIAN = """# Hot sauce
+
+> [!warning] Gloves
+> Wear habanero gloves when cutting.
+
+![[04 stm/kitchen/fermentation/kimchi-batch-7]]
+
+Batch notes #fermentation #hot-sauce, next to [[kimchi-batch-7]].
+"""
 HOSTILE_LEAF = "04 stm/kitchen/fermentation/hostile-notes.md"
 HOSTILE = """---
 id: "stm-hostile"
@@ -351,6 +362,28 @@ def test_leaf_page_shows_trail_and_backlinks(site: Path, chrome: Chrome) -> None
     chrome.wait_ready()
     assert chrome.js("location.pathname").endswith("/doc/01%20xltm/XLTM.html")
     assert chrome.js("document.querySelector('h1').textContent") == "Forest root map"
+
+
+def test_an_obsidian_note_shows_its_callout_embed_and_tags(tmp_path: Path,
+                                                           chrome: Chrome) -> None:
+    root, site = tmp_path / "forest", tmp_path / "site"
+    operations.init(root, example=True)
+    (root / OBSIDIAN_LEAF).write_text(OBSIDIAN, encoding="utf-8")  # by hand, the user's mode
+    assert browse(root, site)["ok"]
+    chrome.goto(url(site, "doc/04 stm/kitchen/fermentation/hot-sauce.html"))
+    callout = chrome.js("(() => { const box = document.querySelector('article .callout');"
+                        " const style = getComputedStyle(box);"
+                        " return [box.className, box.querySelector('.callout-title').textContent,"
+                        " style.borderLeftWidth, style.borderLeftStyle]; })()")
+    assert callout == ["callout callout-warning", "Gloves", "4px", "solid"]
+    embed = chrome.js("(() => { const a = document.querySelector('article a.embed');"
+                      " return [a.textContent, decodeURIComponent(a.pathname)]; })()")
+    assert embed[1].endswith("/doc/04 stm/kitchen/fermentation/kimchi-batch-7.html"), embed
+    # An embed is a link: nothing of the other file is inlined, nothing is fetched.
+    assert chrome.js("document.querySelectorAll('article img, article iframe').length") == 0
+    tags = chrome.js("Array.from(document.querySelectorAll('article .tag'))"
+                     ".map(t => t.textContent)")
+    assert [tag.lstrip("#") for tag in tags] == ["fermentation", "hot-sauce"]
 
 
 def test_graph_has_one_node_per_document_and_a_click_opens_it(site: Path, chrome: Chrome,
