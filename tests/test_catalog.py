@@ -11,8 +11,9 @@ from pydantic import ValidationError
 
 from memory_forest import catalog, gate, gate_receipt, schemas
 from memory_forest.catalog import KINDS
-from memory_forest.catalog.params import DEFAULT_CAPTURE_WAIT, MAX_TOOL_WAIT
+from memory_forest.catalog.params import MAX_TOOL_WAIT
 from memory_forest.errors import ForestError
+from memory_forest.lockline import DEFAULT_CAPTURE_WAIT
 from memory_forest.mcp_server import arguments_model, call
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -38,6 +38,10 @@ from pathlib import Path
 from typing import Any
 
 MAX_WAIT_SECONDS = 3600.0  # the longest any writer waits: an older ticket waits no more
+# A writer's default wait: every surface and library writer takes it from here. A capture is
+# short and often a hook's only record of an event, so it waits longer.
+DEFAULT_WAIT = 30.0
+DEFAULT_CAPTURE_WAIT = 120.0
 PATIENCE_SECONDS = 1.0
 FIRST_POLL_SECONDS = 0.005  # the first in line claims a released lock at once
 BEHIND_POLL_SECONDS = 0.02  # the others only watch the line: each look lists the folder

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .catalog.params import DEFAULT_WAIT
 from .checks import Recorder, elapsed_ms
 from .digest import sha256_hex
 from .errors import ForestError
 from .forest import Forest
+from .lockline import DEFAULT_WAIT
 
 SAMPLE_SIZE = 8
 LOG_MAX_BYTES = 1024 * 1024

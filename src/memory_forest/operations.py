@@ -12,11 +12,11 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .catalog.params import DEFAULT_WAIT
 from .envelope import result
 from .errors import ForestError
 from .forest import Forest, opened
 from .issues import has_errors, summarize
+from .lockline import DEFAULT_WAIT
 
 if TYPE_CHECKING:
     from .checks import Checked

@@ -36,12 +36,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .catalog.params import DEFAULT_WAIT
 from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest
 from .gitrepo import Repo
 from .layers import LTM_SUFFIX
+from .lockline import DEFAULT_WAIT
 from .statefiles import CONFIG, state_rel
 from .testhooks import crash_point
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..lockline import DEFAULT_CAPTURE_WAIT, DEFAULT_WAIT
 from . import FLAG, FLOAT, INT, TEXT, TEXTS, Param
 
 QUERY = Param(
@@ -27,8 +28,7 @@ STRICT = Param(
     "when it cannot be read), instead of returning it flagged verified=false.")
 
 # Agents and hooks do not retry a write that failed for contention, so a writer waits its
-# turn by default; 0 fails fast. The library accepts up to 3600 s and defaults to 0.
-DEFAULT_WAIT = 30.0
+# turn by default (lockline's DEFAULT_WAIT); 0 fails fast. The library accepts up to 3600 s.
 # A tool call must not park a server thread long: its wait, default included, stops here.
 MAX_TOOL_WAIT = 30.0
 WAIT = Param(
@@ -38,8 +38,6 @@ WAIT = Param(
     doc=f"Seconds (0-{MAX_TOOL_WAIT:g}, default {min(DEFAULT_WAIT, MAX_TOOL_WAIT):g}) to wait for "
     "the forest lock while another writer holds it; waiting writers are served in arrival "
     "order. With 0 a held lock fails at once with lock_held.")
-# A capture is short and often a hook's only record of an event: it waits longer.
-DEFAULT_CAPTURE_WAIT = 120.0
 CAPTURE_WAIT = WAIT.replace(default=DEFAULT_CAPTURE_WAIT)
 
 TRANSACTION_ID = Param(

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import chain
-from ..catalog.params import DEFAULT_CAPTURE_WAIT
 from ..digest import sha256_hex
 from ..errors import ForestError
 from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
+from ..lockline import DEFAULT_CAPTURE_WAIT
 from .redact import redact_value, refuse_secret_name
 from .transaction import Stage, transact
 

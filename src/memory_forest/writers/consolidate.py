@@ -28,10 +28,10 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from ..catalog.params import DEFAULT_WAIT
 from ..envelope import result
 from ..errors import ForestError
 from ..forest import Forest, opened
+from ..lockline import DEFAULT_WAIT
 from . import proposals
 
 DEFAULT_LIMIT = 200

@@ -13,9 +13,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..catalog.params import DEFAULT_WAIT
 from ..errors import ForestError
 from ..forest import Forest
+from ..lockline import DEFAULT_WAIT
 from . import parents, plans
 from .markdown import body_of, clean_text, document, headings, neutralize
 from .transaction import Stage, transact

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..catalog.params import DEFAULT_WAIT
 from ..errors import ForestError
 from ..forest import Forest
+from ..lockline import DEFAULT_WAIT
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents, plans
 from .daily import entry_text, resolve_entries

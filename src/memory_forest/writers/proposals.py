@@ -26,13 +26,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..catalog.params import DEFAULT_WAIT
 from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
 from ..forest import Forest, opened
 from ..ignore import is_debris
 from ..jsonio import dumps, loads_strict
+from ..lockline import DEFAULT_WAIT
 from ..safety import makedirs_private, read_regular, write_private
 from ..statefiles import PROPOSALS, proposal_rel, state_rel
 from . import receipts

@@ -21,8 +21,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..catalog.params import DEFAULT_WAIT
 from ..forest import Forest
+from ..lockline import DEFAULT_WAIT
 from ..placement import INBOX_BRANCH, INBOX_TREE, Placement, place
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents

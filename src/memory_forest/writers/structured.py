@@ -20,11 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..catalog.params import DEFAULT_WAIT
 from ..digest import sha256_hex
 from ..errors import ForestError
 from ..forest import Forest, opened
 from ..layers import XLTM_PATH
+from ..lockline import DEFAULT_WAIT
 from ..routes import ltm_path, mtm_path, parse_route, stm_path
 from . import parents, plans
 from .daily import resolve_entries

@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..catalog.params import DEFAULT_WAIT
 from ..errors import ForestError
 from ..forest import Forest
+from ..lockline import DEFAULT_WAIT
 from ..routes import mtm_path, parse_route, stm_path
 from . import parents
 from .markdown import check_linkable, check_title, clean_text, neutralize
