@@ -43,6 +43,7 @@ from .gitrepo import Repo
 from .layers import LTM_SUFFIX
 from .lockline import DEFAULT_WAIT
 from .statefiles import CONFIG, state_rel
+from .syncsafety import refuse_index_lock, refuse_unsafe
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
@@ -129,6 +130,7 @@ class _Sync:
                         "would_commit": self._would_commit_all(), "incoming": None}
             repo.init()
             out["created"] = True
+        refuse_index_lock(self.root)
         if init is not None:
             self._add_remote(init)
             if self.dry_run and self.remote not in repo.remotes():
@@ -151,6 +153,7 @@ class _Sync:
             self._set_up()
         self._fetch()
         branch = self._branch()
+        refuse_unsafe(repo, self.remote, branch)  # before anything is committed or checked out
         out["branch"] = branch
         # Joining histories that share no commit is what --init asks for, and what a forest
         # that never committed asks for when it meets a remote with history.
