@@ -8,7 +8,9 @@ a scratch clone; then machine A syncs.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from memory_forest import operations
 from memory_forest.sync import SYNC_FILES, sync
 from memory_forest.syncsafety import unsafe_path
 from memory_forest.writers.remember import remember
-from tests.conftest import raises_code, run_cli
+from tests.conftest import one_object, raises_code, run_cli
 
 
 @pytest.fixture(autouse=True)
@@ -190,3 +192,93 @@ def test_no_repository_and_no_fault_report_nothing(tmp_path) -> None:
     forest = tmp_path / "plain"
     operations.init(forest)
     assert operations.doctor(forest)["git"] == {"damaged": []}
+
+
+# --- damaged derived state never stops sync ---------------------------------------------------
+
+DAMAGED_PIECES = ("index.sqlite3", "vectors.sqlite3", "vectors.cache.json", "receipts")
+DAMAGE = ("truncated", "random", "empty", "directory", "fifo", "symlink")
+
+
+@pytest.fixture(scope="module")
+def synced_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A forest with the example, its index and vectors, synced to a bare remote."""
+    place = tmp_path_factory.mktemp("template")
+    env = dict(os.environ, GIT_CONFIG_GLOBAL=str(place / "no-gitconfig"),
+               GIT_CONFIG_NOSYSTEM="1")
+    subprocess.run(["git", "init", "-q", "--bare", str(place / "remote.git")], check=True,
+                   env=env)
+    for args in (["init", place / "forest", "--example"],
+                 ["sync", place / "forest", "--init", place / "remote.git"],
+                 ["index", place / "forest", "--semantic"]):
+        subprocess.run([sys.executable, "-m", "memory_forest", *map(os.fspath, args),
+                        "--json"], check=True, capture_output=True, env=env, timeout=120)
+    return place
+
+
+def damage(path: Path, kind: str) -> None:
+    """Replace the state file (or folder) at ``path`` with ``kind``."""
+    data = b""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists():
+        data = path.read_bytes()
+        path.unlink()
+    if kind == "truncated":
+        path.write_bytes(data[:len(data) // 2] or b"{")
+    elif kind == "random":
+        path.write_bytes(os.urandom(4096))
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(path.parent.parent / "04 stm")
+
+
+def _cells() -> list:
+    cells = []
+    for piece in DAMAGED_PIECES:
+        for kind in DAMAGE:
+            hangs = piece == "index.sqlite3" and kind == "fifo"
+            marks = [pytest.mark.xfail(reason="the index builder waits on a FIFO index",
+                                       raises=subprocess.TimeoutExpired, strict=True)
+                     ] if hangs else []
+            cells.append(pytest.param(piece, kind, id=f"{piece}-{kind}", marks=marks))
+    return cells
+
+
+@pytest.mark.parametrize(("piece", "kind"), _cells())
+def test_sync_and_maintain_carry_on_over_damaged_derived_state(synced_template, tmp_path,
+                                                                piece, kind) -> None:
+    """A hand edit is committed and pushed whatever state the index or vectors are in, and
+    maintain answers with one JSON object and a stable code, in a bounded time."""
+    remote, forest = tmp_path / "remote.git", tmp_path / "forest"
+    shutil.copytree(synced_template / "remote.git", remote, symlinks=True)
+    shutil.copytree(synced_template / "forest", forest, symlinks=True)
+    git(forest, "remote", "set-url", "origin", str(remote))
+    note = next((forest / "04 stm").rglob("*.md"))
+    note.write_text(note.read_text(encoding="utf-8") + "\nA line written by hand.\n",
+                    encoding="utf-8")
+    damage(forest / ".memory-forest" / piece, kind)
+    before = canonical(forest)
+
+    synced = run_bounded("sync", forest)
+    assert synced["ok"] is True and synced["pushed"] is True, synced
+    assert canonical(forest) == before
+    rel = note.relative_to(forest).as_posix()
+    assert git(remote, "show", f"HEAD:{rel}").endswith("A line written by hand.")
+
+    maintained = run_bounded("maintain", forest)
+    assert maintained.get("error", {}).get("code") != "internal_error", maintained
+    assert canonical(forest) == before
+
+
+def run_bounded(*args: str | Path) -> dict:
+    """One CLI command, its one JSON object; a hang fails the test after 10 s."""
+    done = subprocess.run([sys.executable, "-m", "memory_forest", *map(os.fspath, args),
+                           "--json"], capture_output=True, text=True, timeout=10)
+    assert "Traceback" not in done.stderr, done.stderr
+    return one_object(done.stdout)

@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import sqlite3
 import stat
 import sys
 import time
@@ -43,7 +44,7 @@ from .gitrepo import Repo
 from .layers import LTM_SUFFIX
 from .lockline import DEFAULT_WAIT
 from .statefiles import CONFIG, state_rel
-from .syncsafety import refuse_index_lock, refuse_unsafe
+from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
@@ -548,8 +549,8 @@ class _Sync:
 
         try:
             return index.build(self.root)  # incremental when an index exists
-        except ForestError as exc:
-            return {"error": exc.to_dict()}
+        except (ForestError, OSError, sqlite3.Error) as exc:
+            return {"error": derived_failure(exc)}  # what was merged is still pushed
 
 
 def conflict_copy_path(path: str, tag: str) -> str:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import ForestError
+from .errors import ForestError, as_io_error
 from .gitrepo import TIMEOUT_SECONDS, Repo
 
 MAX_PATHS = 20
@@ -180,3 +180,14 @@ def repair(root: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     return {"removed": INDEX_LOCK, "age_seconds": lock["age_seconds"]}
+
+
+def derived_failure(exc: BaseException) -> dict[str, Any]:
+    """A failure to bring derived state up to date, as sync reports it without failing:
+    the index is rebuilt from the files by the next ``index``, and the merge stands."""
+    if isinstance(exc, ForestError):
+        return exc.to_dict()
+    stable = as_io_error(exc) or ForestError(
+        "index_corrupt", "the index cannot be read; run 'memory-forest index ROOT' to "
+        "rebuild it", {"error": type(exc).__name__})
+    return stable.to_dict()
