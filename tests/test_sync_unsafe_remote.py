@@ -160,7 +160,15 @@ def test_stale_index_lock_is_reported_and_repaired(shared) -> None:
     assert [(piece["piece"], piece["code"], piece["stale"]) for piece in damaged] == [
         (".git/index.lock", "git_index_locked", True)]
     assert "--repair" in operations.status(a)["next_step"]
+    for command in ("status", "doctor"):  # the piped text names the piece and its fix
+        text = run_cli(command, a).stdout
+        assert ".git/index.lock: git_index_locked; fix: memory-forest doctor ROOT --repair" \
+            in text, text
 
+    repaired_text = run_cli("doctor", a, "--repair")
+    assert "removed stale .git/index.lock" in repaired_text.stdout, repaired_text
+    assert not (a / ".git" / "index.lock").exists()
+    (a / ".git" / "index.lock").write_bytes(b"")
     repaired = operations.doctor(a, repair=True)
     assert repaired["repair"]["git"]["removed"] == ".git/index.lock"
     assert repaired["git"]["damaged"] == []
