@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from memory_forest import operations
+from memory_forest.schemas import StatusResult
 from memory_forest.sync import SYNC_FILES, sync
 from memory_forest.syncsafety import unsafe_path
 from memory_forest.writers.remember import remember
@@ -145,6 +146,7 @@ def test_cli_reports_one_json_object_and_status_names_the_commit(shared, tmp_pat
     assert answer["error"]["details"]["commit"] == hostile
     assert "Traceback" not in done.stderr
     status = run_cli("status", a, "--json").json()
+    StatusResult.model_validate(status)
     assert status["git"]["damaged"][0]["commit"] == hostile
     assert "reset the remote branch" in status["next_step"]
 
@@ -204,7 +206,8 @@ def test_no_repository_and_no_fault_report_nothing(tmp_path) -> None:
 
 # --- damaged derived state never stops sync ---------------------------------------------------
 
-DAMAGED_PIECES = ("index.sqlite3", "vectors.sqlite3", "vectors.cache.json", "receipts")
+DAMAGED_PIECES = ("index.sqlite3", "vectors.sqlite3", "vectors.cache.json", "receipts",
+                  "proposals")
 DAMAGE = ("truncated", "random", "empty", "directory", "fifo", "symlink")
 
 
