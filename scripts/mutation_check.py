@@ -192,6 +192,17 @@ BREAKAGES: tuple[Breakage, ...] = (
           "    return len(set(quarantined))\n"),),
         ("tests/journeys/test_journey_terminal.py",),
     ),
+    Breakage(
+        "sync merges a remote commit whose tree holds an entry named '..'", "sync.py",
+        (("        refuse_unsafe(repo, self.remote, branch)",
+          "        (repo, self.remote, branch)"),),
+        ("tests/test_sync_unsafe_remote.py",),
+    ),
+    Breakage(
+        "doctor --repair leaves a stale .git/index.lock", "syncsafety.py",
+        (("        os.unlink(root / INDEX_LOCK)\n", "        os.stat(root / INDEX_LOCK)\n"),),
+        ("tests/test_sync_unsafe_remote.py",),
+    ),
 )
 
 

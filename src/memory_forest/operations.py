@@ -222,7 +222,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     import platform
     import sqlite3
 
-    from . import __version__, gitrepo, store
+    from . import __version__, gitrepo, store, syncsafety
     from . import lock as locking
     from .safety import walk
     from .snapshot import listed_per_layer
@@ -265,6 +265,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     report["index"] = _index_state(forest)
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
+    report["git"] = {"damaged": syncsafety.damaged(root)}
     return report
 
 
@@ -338,6 +339,7 @@ def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]
 
 def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, Any]:
     from . import lock as locking
+    from . import syncsafety
     from .writers import journal
 
     root = forest.root
@@ -357,7 +359,8 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
             recovered = _set_aside(root, exc)
         from .modes import repair_modes
 
-        return {"unlocked": unlocked, "journal": recovered, **repair_modes(forest)}
+        return {"unlocked": unlocked, "journal": recovered, "git": syncsafety.repair(root),
+                **repair_modes(forest)}
 
 
 _SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"
@@ -463,7 +466,9 @@ def status(forest: Forest | str | Path) -> dict[str, Any]:
                   counts=counts, documents=sum(counts.values()),
                   conflict_copies=report.get("conflict_copies", []),
                   config=report["config"]["state"], versions=report["versions"],
-                  next_step=_next_step(index_state, report["config"]["state"]), semantic=semantic)
+                  next_step=_next_step(index_state, report["config"]["state"])
+                  or next((piece["fix"] for piece in report["git"]["damaged"]), None),
+                  semantic=semantic, git=report["git"])
 
 
 def _next_step(index_state: dict[str, Any], config: str) -> str | None:

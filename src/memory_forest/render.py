@@ -106,12 +106,24 @@ def _doctor(outcome: dict[str, Any]) -> None:
         rows.append(("journal", _describe(outcome["journal"])))
         if outcome["journal"]["state"] == "corrupt":
             rows += [("  names", escape(path)) for path in outcome["journal"].get("paths", [])]
+    rows += _git_damage(outcome)
     rows.append(("network", "never required"))
     repairable = outcome["lock"]["state"] == "stale" or \
         outcome.get("journal", {}).get("state", "clear") not in ("clear", "invalid")
     if repairable and "repair" not in outcome:
         rows.append(("fix", "run memory-forest doctor ROOT --repair"))
     pairs(rows)
+
+
+def _git_damage(outcome: dict[str, Any]) -> list[tuple[str, str]]:
+    """One row per repository fault that stops sync: the piece, its code and what detail
+    names it (the offending commit), and the command that fixes it."""
+    rows = []
+    for piece in outcome.get("git", {}).get("damaged", []):
+        named = f" at commit {piece['commit']}" if "commit" in piece else ""
+        rows.append((escape(piece["piece"]), f"{piece['code']}{named}; "
+                     f"fix: {escape(piece['fix'])}"))
+    return rows
 
 
 def _describe(value: dict[str, Any]) -> str:
@@ -287,6 +299,7 @@ def _status(outcome: dict[str, Any]) -> None:
     if copies:
         rows.append(("conflict copies", escape(", ".join(copies))))
     rows.append(("semantic", _semantic(outcome["semantic"])))
+    rows += _git_damage(outcome)
     if outcome["next_step"]:
         rows.append(("next step", escape(outcome["next_step"])))
     pairs(rows)
@@ -351,6 +364,8 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
     repair = outcome.get("repair")
     if repair and repair.get("unlocked") is not None:
         out.print(f"repair: [green]removed[/] stale lock ({_owner_words(repair['unlocked'])})")
+    if repair and repair.get("git"):
+        out.print(f"repair: [green]removed[/] stale {repair['git']['removed']}")
     if repair:
         out.print(f"repair: journal {repair['journal']['action']}, "
                    f"{len(repair['modes'])} mode(s) restored")

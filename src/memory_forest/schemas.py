@@ -229,6 +229,9 @@ class StatusResult(Result):
     versions: dict[str, str | None]
     next_step: str | None
     semantic: Semantic
+    git: dict[str, Any] = Field(description="'damaged': what stops sync (a stale "
+                                ".git/index.lock, a fetched remote commit with an unsafe "
+                                "path), each with 'piece', 'code' and the 'fix'.")
 
 
 class SyncPaths(BaseModel):

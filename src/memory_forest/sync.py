@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import sqlite3
 import stat
 import sys
 import time
@@ -43,6 +44,7 @@ from .gitrepo import Repo
 from .layers import LTM_SUFFIX
 from .lockline import DEFAULT_WAIT
 from .statefiles import CONFIG, state_rel
+from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
@@ -129,6 +131,7 @@ class _Sync:
                         "would_commit": self._would_commit_all(), "incoming": None}
             repo.init()
             out["created"] = True
+        refuse_index_lock(self.root)
         if init is not None:
             self._add_remote(init)
             if self.dry_run and self.remote not in repo.remotes():
@@ -151,6 +154,7 @@ class _Sync:
             self._set_up()
         self._fetch()
         branch = self._branch()
+        refuse_unsafe(repo, self.remote, branch)  # before anything is committed or checked out
         out["branch"] = branch
         # Joining histories that share no commit is what --init asks for, and what a forest
         # that never committed asks for when it meets a remote with history.
@@ -545,8 +549,8 @@ class _Sync:
 
         try:
             return index.build(self.root)  # incremental when an index exists
-        except ForestError as exc:
-            return {"error": exc.to_dict()}
+        except (ForestError, OSError, sqlite3.Error) as exc:
+            return {"error": derived_failure(exc)}  # what was merged is still pushed
 
 
 def conflict_copy_path(path: str, tag: str) -> str:
