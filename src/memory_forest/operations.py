@@ -168,7 +168,10 @@ def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
             from . import semantic as dense
 
             embedding = None if progress is None else _phase(progress, "embedding")
-            summary["semantic"] = dense.embed(forest.root, enable=True, progress=embedding)
+            # Outside the lock, but a stop signal still ends it as one 'interrupted' object;
+            # each committed batch stays (the next run embeds only the rest).
+            with lock.interruptible():
+                summary["semantic"] = dense.embed(forest.root, enable=True, progress=embedding)
     return result("index", **summary)
 
 
