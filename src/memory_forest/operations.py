@@ -268,6 +268,9 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     report["index"] = _index_state(forest)
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
+    from .semantic_state import damaged
+
+    report.setdefault("damaged", []).extend(damaged(root))
     return report
 
 
@@ -359,8 +362,11 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
                 raise _unrecoverable(root, exc) from None
             recovered = _set_aside(root, exc)
         from .modes import repair_modes
+        from .semantic_state import heal
 
-        return {"unlocked": unlocked, "journal": recovered, **repair_modes(forest)}
+        healed = heal(root)
+        return {"unlocked": unlocked, "journal": recovered, "healed": healed,
+                **repair_modes(forest)}
 
 
 _SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"

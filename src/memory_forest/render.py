@@ -361,6 +361,11 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
             out.print(f"  {escape(item['path'])}: {item['was']} -> {item['now']}")
         for item in repair["modes_failed"]:
             out.print(f"  [red]not repaired[/] {escape(item['path'])} ({item['code']})")
+        for piece in repair.get("healed", []):
+            out.print(f"  rebuilt or removed derived {escape(piece)}")
+    for item in outcome.get("damaged", []):
+        out.print(f"[yellow]damaged[/] {escape(item['piece'])} ({item['code']}): "
+                   f"run {escape(item['fix'])}")
 
 def _completion(outcome: dict[str, Any]) -> None:
     """The script exactly, so ``source <(memory-forest completion bash)`` loads it."""

@@ -122,15 +122,22 @@ def damaged(root: Path) -> list[dict[str, str]]:
             regular(entry)
         except Invalid:
             found.append(_entry(entry.name))
-    keys = state_dir(root) / CACHE_KEYS
-    if not any(item["piece"] == state_rel(CACHE_KEYS) for item in found):
-        try:
-            data = read_regular(keys, MAX_KEYS_BYTES)
-            if data is not None:
-                keys_shape(data)
-        except Invalid:
-            found.append(_entry(CACHE_KEYS))
+    if not any(item["piece"] == state_rel(CACHE_KEYS) for item in found) \
+            and _keys_misshapen(root):
+        found.append(_entry(CACHE_KEYS))
     return found
+
+
+def _keys_misshapen(root: Path) -> bool:
+    """Whether the matrix cache's keys are a regular file of another shape than its
+    writer's (the matrix itself is checked by its reader, which needs numpy)."""
+    try:
+        data = read_regular(state_dir(root) / CACHE_KEYS, MAX_KEYS_BYTES)
+        if data is not None:
+            keys_shape(data)
+    except Invalid:
+        return True
+    return False
 
 
 def _entry(name: str) -> dict[str, str]:
@@ -179,13 +186,16 @@ def heal(root: Path) -> list[str]:
     vectors file is opened read-write, which rolls back a hot journal; one that
     still cannot be read, or whose tables are not ours, is replaced by an empty
     one that keeps semantic ranking on (the file only exists once it was turned
-    on), so the next embedding run fills it again. The matrix cache is only
-    cleared of what is not a file: its writer replaces the rest.
+    on), so the next embedding run fills it again. Of the matrix cache, keys of
+    another shape and what is not a regular file go: its writer replaces the rest.
     """
     from . import store
 
     healed: list[str] = []
     path = vectors_path(root)
+    if _keys_misshapen(root):
+        _remove(state_dir(root) / CACHE_KEYS)
+        healed.append(state_rel(CACHE_KEYS))
     for target in [path, *(path.with_name(path.name + s) for s in COMPANIONS),
                    *_cache_entries(root)]:
         try:
