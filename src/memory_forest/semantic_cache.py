@@ -60,22 +60,16 @@ def read(root: Path, generation: str | None) -> tuple[list[str], list[int], Any]
 
 def _mapped(path: Path) -> Any:
     """The float32 matrix saved at ``path``, memory-mapped from a descriptor opened as a
-    regular file (``np.load`` would open a FIFO and wait on it)."""
+    regular file (``np.load`` would open a FIFO and wait on it), its header checked first
+    (``semantic_state.matrix_layout``)."""
     import numpy as np
 
-    from .semantic_state import Invalid, open_regular
+    from .semantic_state import matrix_layout, open_regular
 
     with os.fdopen(open_regular(path), "rb") as handle:
-        version = np.lib.format.read_magic(handle)
-        if version != (1, 0):
-            raise Invalid("the matrix is not a version 1.0 array file")
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
-        if fortran or dtype != np.dtype("<f4") or len(shape) != 2:
-            raise Invalid("the matrix is not a float32 table")
-        need = handle.tell() + shape[0] * shape[1] * 4
-        if os.fstat(handle.fileno()).st_size != need or not shape[0]:
-            raise Invalid("the matrix file has another length than its header says")
-        return np.memmap(handle, dtype=dtype, mode="r", offset=handle.tell(), shape=shape)
+        rows, offset = matrix_layout(handle)
+        return np.memmap(handle, dtype="<f4", mode="r", offset=offset,
+                         shape=(rows, DIMENSIONS))
 
 
 def write(root: Path, vectors: sqlite3.Connection, generation: str) -> None:

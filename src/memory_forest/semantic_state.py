@@ -22,8 +22,9 @@ import shutil
 import sqlite3
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
-from .semantic_cache import CACHE_KEYS, VECTOR_BYTES
+from .semantic_cache import CACHE_KEYS, DIMENSIONS, VECTOR_BYTES
 from .statefiles import state_dir, state_rel, vectors_path
 
 INVALID = "semantic_state_invalid"
@@ -95,6 +96,33 @@ def vectors_present(root: Path) -> bool:
     return present
 
 
+def matrix_layout(handle: BinaryIO) -> tuple[int, int]:
+    """(rows, offset of the data) of a matrix cache file, read from its header: a version
+    1.0 array file of float32 rows of ``DIMENSIONS``, C order, whose length is exactly
+    what the header says; ``Invalid`` otherwise. Stdlib only, so ``doctor`` checks it
+    without numpy."""
+    import ast
+    import struct
+
+    head = handle.read(10)
+    if len(head) != 10 or head[:8] != b"\x93NUMPY\x01\x00":
+        raise Invalid("the matrix is not a version 1.0 array file")
+    (size,) = struct.unpack("<H", head[8:])
+    try:
+        header = ast.literal_eval(handle.read(size).decode("latin-1"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise Invalid("the matrix header cannot be read") from None
+    if not isinstance(header, dict) or header.get("descr") != "<f4" \
+            or header.get("fortran_order") is not False \
+            or not isinstance(header.get("shape"), tuple) or len(header["shape"]) != 2 \
+            or header["shape"][1] != DIMENSIONS or type(header["shape"][0]) is not int:
+        raise Invalid("the matrix is not a float32 table of chunk vectors")
+    rows, offset = header["shape"][0], 10 + size
+    if rows < 1 or os.fstat(handle.fileno()).st_size != offset + rows * DIMENSIONS * 4:
+        raise Invalid("the matrix file has another length than its header says")
+    return rows, offset
+
+
 # --- what doctor names -------------------------------------------------------------------
 
 
@@ -117,24 +145,19 @@ def damaged(root: Path) -> list[dict[str, str]]:
                 raise Invalid(problem)
     except (Invalid, sqlite3.DatabaseError):
         found.append(_entry(path.name))
-    for entry in _cache_entries(root):
-        try:
-            regular(entry)
-        except Invalid:
-            found.append(_entry(entry.name))
-    if not any(item["piece"] == state_rel(CACHE_KEYS) for item in found) \
-            and _keys_misshapen(root):
-        found.append(_entry(CACHE_KEYS))
+    found += [_entry(entry.name) for entry in _cache_entries(root) if _cache_damaged(entry)]
     return found
 
 
-def _keys_misshapen(root: Path) -> bool:
-    """Whether the matrix cache's keys are a regular file of another shape than its
-    writer's (the matrix itself is checked by its reader, which needs numpy)."""
+def _cache_damaged(entry: Path) -> bool:
+    """Whether a file of the matrix cache is not what its writer leaves: keys of the
+    writer's shape, or a matrix whose header and length agree."""
     try:
-        data = read_regular(state_dir(root) / CACHE_KEYS, MAX_KEYS_BYTES)
-        if data is not None:
-            keys_shape(data)
+        if entry.name == CACHE_KEYS:
+            keys_shape(read_regular(entry, MAX_KEYS_BYTES) or b"")
+        else:
+            with os.fdopen(open_regular(entry), "rb") as handle:
+                matrix_layout(handle)
     except Invalid:
         return True
     return False
@@ -186,21 +209,21 @@ def heal(root: Path) -> list[str]:
     vectors file is opened read-write, which rolls back a hot journal; one that
     still cannot be read, or whose tables are not ours, is replaced by an empty
     one that keeps semantic ranking on (the file only exists once it was turned
-    on), so the next embedding run fills it again. Of the matrix cache, keys of
-    another shape and what is not a regular file go: its writer replaces the rest.
+    on), so the next embedding run fills it again. A damaged file of the matrix
+    cache goes: the reader falls back to the vectors file until a writer saves it again.
     """
     from . import store
 
     healed: list[str] = []
     path = vectors_path(root)
-    if _keys_misshapen(root):
-        _remove(state_dir(root) / CACHE_KEYS)
-        healed.append(state_rel(CACHE_KEYS))
-    for target in [path, *(path.with_name(path.name + s) for s in COMPANIONS),
-                   *_cache_entries(root)]:
+    for target in [path, *(path.with_name(path.name + s) for s in COMPANIONS)]:
         try:
             regular(target)
         except Invalid:
+            _remove(target)
+            healed.append(state_rel(target.name))
+    for target in _cache_entries(root):
+        if _cache_damaged(target):
             _remove(target)
             healed.append(state_rel(target.name))
     if not path.exists():
