@@ -277,6 +277,8 @@ def coverage(forest: Any) -> dict[str, Any]:
         if not store.attach_vectors(con, os.fspath(_vectors_file(root))):
             return invalid
         documents, embeddable = store.coverage(con, LAYERS)
+        if store.misshapen_vectors(con, semantic_cache.VECTOR_BYTES, "vec"):
+            return invalid  # retrieval cannot use them either (without the matrix cache)
     except (ForestError, semantic_state.Invalid, sqlite3.DatabaseError):
         return invalid
     state = reason or ("partial" if documents < embeddable else "ready")

@@ -212,7 +212,6 @@ def heal(root: Path) -> list[str]:
     on), so the next embedding run fills it again. A damaged file of the matrix
     cache goes: the reader falls back to the vectors file until a writer saves it again.
     """
-    from . import store
 
     healed: list[str] = []
     path = vectors_path(root)
@@ -226,31 +225,49 @@ def heal(root: Path) -> list[str]:
         if _cache_damaged(target):
             _remove(target)
             healed.append(state_rel(target.name))
-    if not path.exists():
+    if state_rel(path.name) in healed:
+        problem, dropped = "not a regular file", 0
+    elif not path.exists():
         return healed
+    else:
+        problem, dropped = _usable(path)
+    if problem:
+        _replace_empty(path)
+    if (problem or dropped) and state_rel(path.name) not in healed:
+        healed.append(state_rel(path.name))
+    return healed
+
+
+def _usable(path: Path) -> tuple[str | None, int]:
+    """What makes the vectors file unusable (None when nothing does), once a read-write
+    open rolled back any hot journal; and how many documents' misshapen vectors it then
+    dropped."""
+    from . import store
+
     try:
         con = sqlite3.connect(path, timeout=30)
         try:
             problem = store.vectors_problem(con)
-            dropped = store.drop_misshapen_vectors(con, VECTOR_BYTES) if not problem else 0
+            return problem, 0 if problem else store.drop_misshapen_vectors(con, VECTOR_BYTES)
         finally:
             con.close()
     except sqlite3.DatabaseError:
-        problem, dropped = "unreadable", 0
-    if problem:
-        for target in [path, *(path.with_name(path.name + s) for s in COMPANIONS)]:
-            _remove(target)
-        from .semantic import ENABLED_KEY
+        return "unreadable", 0
 
-        con = create(path)
-        try:
-            with con:
-                store.set_vectors_meta(con, ENABLED_KEY, "1")
-        finally:
-            con.close()
-    if problem or dropped:
-        healed.append(state_rel(path.name))
-    return healed
+
+def _replace_empty(path: Path) -> None:
+    """A new, empty vectors file with semantic ranking on in place of ``path``."""
+    from . import store
+    from .semantic import ENABLED_KEY
+
+    for target in [path, *(path.with_name(path.name + s) for s in COMPANIONS)]:
+        _remove(target)
+    con = create(path)
+    try:
+        with con:
+            store.set_vectors_meta(con, ENABLED_KEY, "1")
+    finally:
+        con.close()
 
 
 def _created(path: Path) -> Path:

@@ -819,11 +819,11 @@ def vectors_problem(con: sqlite3.Connection) -> str | None:
     return None
 
 
-def misshapen_vectors(con: sqlite3.Connection, width: int) -> list[str]:
+def misshapen_vectors(con: sqlite3.Connection, width: int, schema: str = "main") -> list[str]:
     """The documents whose chunk vectors are not ``width``-byte blobs numbered from 0
     without a gap."""
     return [sha for (sha,) in con.execute(
-        "SELECT sha256 FROM chunks GROUP BY sha256 HAVING min(chunk) != 0 "
+        f"SELECT sha256 FROM {schema}.chunks GROUP BY sha256 HAVING min(chunk) != 0 "
         "OR max(chunk) + 1 != count(*) "
         "OR sum(typeof(vector) != 'blob' OR length(vector) != ?) > 0", (width,))]
 
