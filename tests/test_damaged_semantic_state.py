@@ -238,3 +238,40 @@ def test_index_semantic_stopped_by_sigterm_prints_its_interrupted_object(tmp_pat
     code, resumed = cli(root, "index", "--semantic", "--json", timeout=300)
     assert code == 0 and resumed["semantic"]["remaining"] == 0
     assert resumed["semantic"]["embedded"] < resumed["semantic"]["documents"]
+
+
+def test_a_running_mcp_server_ranks_lexically_on_damage_and_fused_once_healed(
+        embedded, tmp_path: Path):
+    """One server process across the damage and the repair: its cached searcher is not
+    trusted once the vectors file changed under it."""
+    mcp = pytest.importorskip("mcp", reason="the optional 'mcp' SDK is not installed")
+    anyio = pytest.importorskip("anyio")
+    from mcp.client.stdio import stdio_client
+
+    root = Path(shutil.copytree(embedded[0], tmp_path / "forest", symlinks=True))
+    seen: list[tuple[str, str | None, list]] = []
+
+    async def ask(session) -> None:
+        result = await session.call_tool("retrieve", {"query": QUERY})
+        outcome = json.loads(result.content[0].text)
+        seen.append((outcome["ranking"], outcome["ranking_reason"], ranked(outcome)))
+
+    async def main() -> None:
+        params = mcp.StdioServerParameters(command=sys.executable, env=dict(os.environ),
+                                           args=["-m", "memory_forest", "serve", str(root)])
+        with (tmp_path / "server.log").open("w") as log:
+            async with stdio_client(params, errlog=log) as (read, write):
+                async with mcp.ClientSession(read, write) as session:
+                    await session.initialize()
+                    await ask(session)
+                    FORMS["vectors random bytes"][0](root / STATE)
+                    (root / STATE / KEYS).unlink()
+                    await ask(session)
+                    code, _ = cli(root, "index", "--semantic", "--json", timeout=120)
+                    assert code == 0
+                    await ask(session)
+
+    anyio.run(main)
+    assert [(ranking, reason) for ranking, reason, _ in seen] == \
+        [("fused", None), ("lexical", "semantic_state_invalid"), ("fused", None)]
+    assert seen[0][2] == seen[2][2] == embedded[1]
