@@ -187,7 +187,7 @@ def test_a_damaged_piece_is_bypassed_named_and_rebuilt(embedded, tmp_path: Path,
     code, doctor = cli(root, "doctor", "--json")
     assert code == 0 and doctor["damaged"], doctor
     assert {item["code"] for item in doctor["damaged"]} == {"semantic_state_invalid"}
-    assert all("index --semantic" in item["fix"] for item in doctor["damaged"])
+    assert {item["fix"] for item in doctor["damaged"]} == {"memory-forest index ROOT --semantic"}
     assert canonical_state(root) == before  # readers changed nothing canonical
 
     code, healed = cli(root, "index", "--semantic", "--json", timeout=120)

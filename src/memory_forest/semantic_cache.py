@@ -68,6 +68,8 @@ def _mapped(path: Path) -> Any:
 
     with os.fdopen(open_regular(path), "rb") as handle:
         rows, offset = matrix_layout(handle)
+        if not rows:  # no vectors yet: nothing to map
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
         return np.memmap(handle, dtype="<f4", mode="r", offset=offset,
                          shape=(rows, DIMENSIONS))
 

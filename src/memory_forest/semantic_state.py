@@ -28,7 +28,7 @@ from .semantic_cache import CACHE_KEYS, DIMENSIONS, VECTOR_BYTES
 from .statefiles import state_dir, state_rel, vectors_path
 
 INVALID = "semantic_state_invalid"
-FIX = "memory-forest index --semantic ROOT"
+FIX = "memory-forest index ROOT --semantic"
 # The companions SQLite keeps beside the vectors file: a rollback journal, or WAL files.
 COMPANIONS = ("-journal", "-wal", "-shm")
 MAX_KEYS_BYTES = 256 << 20  # far above 100,000 documents' keys; a bigger file is not ours
@@ -118,7 +118,7 @@ def matrix_layout(handle: BinaryIO) -> tuple[int, int]:
             or header["shape"][1] != DIMENSIONS or type(header["shape"][0]) is not int:
         raise Invalid("the matrix is not a float32 table of chunk vectors")
     rows, offset = header["shape"][0], 10 + size
-    if rows < 1 or os.fstat(handle.fileno()).st_size != offset + rows * DIMENSIONS * 4:
+    if rows < 0 or os.fstat(handle.fileno()).st_size != offset + rows * DIMENSIONS * 4:
         raise Invalid("the matrix file has another length than its header says")
     return rows, offset
 
