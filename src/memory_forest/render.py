@@ -131,6 +131,8 @@ def _index(outcome: dict[str, Any]) -> None:
         out.print(f"semantic [green]on[/]: embedded {semantic['embedded']} document(s) in "
                    f"{semantic['seconds']:.1f} s; {semantic['documents']} of "
                    f"{semantic['embeddable']} have vectors{more}")
+        for piece in semantic.get("healed", []):
+            out.print(f"  rebuilt or removed damaged {escape(piece)}")
     _problems(outcome)
 
 
@@ -299,7 +301,8 @@ def _semantic(coverage: dict[str, Any]) -> str:
         return (f"on, but {coverage['state']}: ranking is lexical "
                 "(pip install -e '.[semantic]' in the clone's folder)")
     if coverage["embeddable"] is None:
-        return "on, vectors unreadable"
+        return ("on, but the vectors are damaged: ranking is lexical "
+                "('memory-forest index ROOT --semantic' rebuilds them)")
     return f"on, {coverage['documents']} of {coverage['embeddable']} documents embedded"
 
 
