@@ -203,6 +203,19 @@ BREAKAGES: tuple[Breakage, ...] = (
         (("        os.unlink(root / INDEX_LOCK)\n", "        os.stat(root / INDEX_LOCK)\n"),),
         ("tests/test_sync_unsafe_remote.py",),
     ),
+    Breakage(
+        "a FIFO where the vectors file belongs is opened like a file", "semantic_state.py",
+        (("        if not stat.S_ISREG(os.fstat(fd).st_mode):\n",
+          "        if stat.S_ISDIR(os.fstat(fd).st_mode):\n"),),
+        ("tests/test_damaged_semantic_state.py",),
+    ),
+    Breakage(
+        "the matrix cache's keys are trusted without their shape checked", "semantic_cache.py",
+        (("        found, hashes, counts = keys_shape(data)\n",
+          "        keys = __import__('json').loads(data)\n"
+          "        found, hashes, counts = keys['generation'], keys['hashes'], keys['counts']\n"),),
+        ("tests/test_damaged_semantic_state.py",),
+    ),
 )
 
 

@@ -168,7 +168,10 @@ def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
             from . import semantic as dense
 
             embedding = None if progress is None else _phase(progress, "embedding")
-            summary["semantic"] = dense.embed(forest.root, enable=True, progress=embedding)
+            # Outside the lock, but a stop signal still ends it as one 'interrupted' object;
+            # each committed batch stays (the next run embeds only the rest).
+            with lock.interruptible():
+                summary["semantic"] = dense.embed(forest.root, enable=True, progress=embedding)
     return result("index", **summary)
 
 
@@ -266,6 +269,9 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
     report["git"] = {"damaged": syncsafety.damaged(root)}
+    from .semantic_state import damaged
+
+    report.setdefault("damaged", []).extend(damaged(root))
     return report
 
 
@@ -358,8 +364,11 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
                 raise _unrecoverable(root, exc) from None
             recovered = _set_aside(root, exc)
         from .modes import repair_modes
+        from .semantic_state import heal
 
+        healed = heal(root)
         return {"unlocked": unlocked, "journal": recovered, "git": syncsafety.repair(root),
+                "healed": healed,
                 **repair_modes(forest)}
 
 

@@ -143,6 +143,8 @@ def _index(outcome: dict[str, Any]) -> None:
         out.print(f"semantic [green]on[/]: embedded {semantic['embedded']} document(s) in "
                    f"{semantic['seconds']:.1f} s; {semantic['documents']} of "
                    f"{semantic['embeddable']} have vectors{more}")
+        for piece in semantic.get("healed", []):
+            out.print(f"  rebuilt or removed damaged {escape(piece)}")
     _problems(outcome)
 
 
@@ -312,7 +314,8 @@ def _semantic(coverage: dict[str, Any]) -> str:
         return (f"on, but {coverage['state']}: ranking is lexical "
                 "(pip install -e '.[semantic]' in the clone's folder)")
     if coverage["embeddable"] is None:
-        return "on, vectors unreadable"
+        return ("on, but the vectors are damaged: ranking is lexical "
+                "('memory-forest index ROOT --semantic' rebuilds them)")
     return f"on, {coverage['documents']} of {coverage['embeddable']} documents embedded"
 
 
@@ -376,6 +379,11 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
             out.print(f"  {escape(item['path'])}: {item['was']} -> {item['now']}")
         for item in repair["modes_failed"]:
             out.print(f"  [red]not repaired[/] {escape(item['path'])} ({item['code']})")
+        for piece in repair.get("healed", []):
+            out.print(f"  rebuilt or removed derived {escape(piece)}")
+    for item in outcome.get("damaged", []):
+        out.print(f"[yellow]damaged[/] {escape(item['piece'])} ({item['code']}): "
+                   f"run {escape(item['fix'])}")
 
 def _completion(outcome: dict[str, Any]) -> None:
     """The script exactly, so ``source <(memory-forest completion bash)`` loads it."""

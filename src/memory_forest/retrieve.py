@@ -17,6 +17,7 @@ The scoring primitives live in ``ranking``; each call runs on one ``Forest``
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import time
@@ -320,7 +321,7 @@ def _dense(forest: Forest, lexical: bool) -> tuple[Any, str | None]:
 
     if lexical:
         return None, "lexical_requested"
-    if not vectors_path(forest.root).exists():
+    if not os.path.lexists(vectors_path(forest.root)):
         return None, "semantic_off"
     from .semantic import searcher
 

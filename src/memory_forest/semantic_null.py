@@ -27,6 +27,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from .semantic_cache import DIMENSIONS
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -93,7 +95,7 @@ def load(con: sqlite3.Connection, embedder: Any) -> Any:
     if digest == DIGEST:
         try:
             matrix = np.frombuffer(bytes.fromhex(data), dtype="<f2")
-            return matrix.reshape(len(NULL_PASSAGES), -1).astype(np.float32)
+            return matrix.reshape(len(NULL_PASSAGES), DIMENSIONS).astype(np.float32)
         except ValueError:
             pass  # damaged: embed them instead, as for a file that has none
     if not _embedded:

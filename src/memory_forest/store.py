@@ -780,6 +780,7 @@ def sqlite_features() -> dict[str, bool]:
 # current. Nothing here imports numpy: vectors cross this layer as bytes.
 
 VECTORS_SCHEMA_VERSION = 1
+_VECTORS_COLUMNS = {"meta": ["key", "value"], "chunks": ["sha256", "chunk", "vector"]}
 _VECTORS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -800,6 +801,42 @@ def open_vectors(path: str, create: bool = False) -> sqlite3.Connection:
             con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                         (str(VECTORS_SCHEMA_VERSION),))
     return con
+
+
+def vectors_problem(con: sqlite3.Connection) -> str | None:
+    """What makes a vectors file unusable as a whole (None when nothing does): pages that
+    fail SQLite's quick check, another schema version, or tables not laid out as
+    ``_VECTORS_SCHEMA``. Rows of the wrong shape are ``drop_misshapen_vectors``'s."""
+    checked = con.execute("PRAGMA quick_check").fetchall()
+    if checked != [("ok",)]:
+        return "pages fail the quick check"
+    for table, columns in _VECTORS_COLUMNS.items():
+        found = [row[1] for row in con.execute(f"PRAGMA table_info({table})")]
+        if found != columns:
+            return f"table {table} is not laid out as written"
+    if vectors_meta(con, "schema_version") != str(VECTORS_SCHEMA_VERSION):
+        return "another schema version"
+    return None
+
+
+def misshapen_vectors(con: sqlite3.Connection, width: int, schema: str = "main") -> list[str]:
+    """The documents whose chunk vectors are not ``width``-byte blobs numbered from 0
+    without a gap."""
+    return [sha for (sha,) in con.execute(
+        f"SELECT sha256 FROM {schema}.chunks GROUP BY sha256 HAVING min(chunk) != 0 "
+        "OR max(chunk) + 1 != count(*) "
+        "OR sum(typeof(vector) != 'blob' OR length(vector) != ?) > 0", (width,))]
+
+
+def drop_misshapen_vectors(con: sqlite3.Connection, width: int) -> int:
+    """Forget every document ``misshapen_vectors`` names (the next embedding run embeds it
+    again); how many there were."""
+    with con:
+        bad = misshapen_vectors(con, width)
+        for chunk in _chunks(bad):
+            con.execute(f"DELETE FROM chunks WHERE sha256 IN ({','.join('?' * len(chunk))})",
+                        chunk)
+    return len(bad)
 
 
 def attach_vectors(con: sqlite3.Connection, path: str) -> bool:
@@ -864,15 +901,19 @@ def coverage(con: sqlite3.Connection, layers: tuple[int, ...]) -> tuple[int, int
         layers).fetchone()
 
 
-def all_vectors(con: sqlite3.Connection, schema: str = "main"
+def all_vectors(con: sqlite3.Connection, width: int, schema: str = "main"
                 ) -> tuple[list[str], list[int], bytes]:
     """Every chunk vector, in one read: the hashes (by hash), each one's number of chunks,
-    and the vectors end to end in the same order."""
+    and the vectors end to end in the same order. ``ValueError`` when a vector is not a
+    ``width``-byte blob: a reader then ranks without them, the writer drops that document's
+    (``drop_misshapen_vectors``)."""
     hashes: list[str] = []
     counts: list[int] = []
     blobs: list[bytes] = []
     for sha, vector in con.execute(f"SELECT sha256, vector FROM {schema}.chunks "
                                    "ORDER BY sha256, chunk"):
+        if type(vector) is not bytes or len(vector) != width:
+            raise ValueError("a chunk vector has the wrong type or length")
         if hashes and hashes[-1] == sha:
             counts[-1] += 1
         else:
