@@ -115,6 +115,20 @@ def usable(root: Path) -> bool:
     return True
 
 
+def repair(root: Path) -> dict[str, Any]:
+    """``doctor --repair`` (under the lock): the index's files healed, and a full rebuild
+    when the index is still unusable; an absent index with nothing beside it is left to
+    ``index``."""
+    damaged = [entry["piece"] for entry in indexheal.damaged(root)]
+    if usable(root) or not (damaged or index_path(root).exists()):
+        return {"healed": damaged, "rebuilt": False}
+    try:
+        build(root, full=True)
+    except ForestError as exc:  # a forest-level fault: the rest of the report says which
+        return {"healed": damaged, "rebuilt": False, "error": exc.code}
+    return {"healed": damaged, "rebuilt": True}
+
+
 def _refuse_symlinks(root: Path, path: Path) -> None:
     for candidate in (root / STATE_DIR, path):
         if candidate.is_symlink():
