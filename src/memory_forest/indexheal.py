@@ -109,15 +109,32 @@ def hot(root: Path) -> bool:
 
 
 def roll_back(root: Path) -> bool:
-    """Play a hot journal back through a read-write open; False when SQLite could not."""
+    """Play a hot journal back through a read-write open; False when SQLite could not.
+
+    A journal cut short (a full disk, a torn copy) restores only part of the
+    pages, leaving an index whose schema reads fine and whose tables do not:
+    one that fails SQLite's quick check after the rollback is removed, so
+    readers say the index is missing and the next writer builds a new one.
+    """
+    path = index_path(root)
     try:
-        con = sqlite3.connect(f"{index_path(root).as_uri()}?mode=rw", uri=True,
-                              timeout=ROLLBACK_TIMEOUT)
+        before = os.stat(path).st_ino
+        con = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=ROLLBACK_TIMEOUT)
         try:
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            sound = con.execute("PRAGMA quick_check(1)").fetchone() == ("ok",)
+        except sqlite3.DatabaseError:
+            sound = False
         finally:
             con.close()
-    except sqlite3.DatabaseError:
+    except (OSError, sqlite3.DatabaseError):
+        return False
+    if not sound:
+        try:
+            if os.stat(path).st_ino == before:  # not a new index a build just renamed in
+                path.unlink()
+        except FileNotFoundError:
+            pass
         return False
     return not hot(root)
 
