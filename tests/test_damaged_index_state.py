@@ -14,6 +14,10 @@ command runs in a subprocess with a timeout (a FIFO must never hang one):
   retrieval then equals a fresh build's;
 - the writers (``remember``, ``capture``) and ``maintain`` carry on through
   the damage.
+
+Receipts and proposals get the same treatment for what can sit among them:
+a FIFO or symlink (which ``doctor`` names and ``doctor --repair`` removes),
+wrong-shaped JSON or random bytes (reported by the readers, kept).
 """
 
 from __future__ import annotations
@@ -184,3 +188,62 @@ def test_damaged_index_state_blocks_nothing_and_heals(forest, fresh, name, kind)
     damage(forest, name, kind)
     code, maintained = run(forest, "maintain")
     assert code == 0 and maintained["ok"], maintained
+
+
+def _make_proposal(root: Path) -> None:
+    run(root, "remember", "Kimchi batch 9 fermented for 12 days.")
+    code, made = run(root, "consolidate")
+    assert code == 0 and made["ok"], made
+
+
+def _plant(root: Path, folder: str, kind: str) -> Path:
+    path = root / STATE_DIR / folder / f"planted-{kind}.json"
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        target = root.parent / "elsewhere.json"
+        target.write_text("{}")
+        path.symlink_to(target)
+    else:
+        path.write_text({"wrong_shape": "[]", "random": os.urandom(64).hex()}[kind])
+        path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize("folder", ["receipts", "proposals"])
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "wrong_shape", "random"])
+def test_debris_in_receipts_and_proposals_blocks_nothing_and_repair_removes_it(
+        forest, folder, kind):
+    _make_proposal(forest)
+    path = _plant(forest, folder, kind)
+    canonical = canonical_state(forest)
+    run_sub(forest, "proposals", "list")
+    for args in (("status",), ("doctor",), ("retrieve", TURN)):
+        run(forest, *args)
+    assert hook(forest, "claude-code")["lookup_completed"] is True
+    assert canonical_state(forest) == canonical
+    code, wrote = run(forest, "remember", "Kimchi batch 10 needs less salt.")
+    assert code == 0 and wrote["ok"], wrote
+    run(forest, "maintain")  # a special file is a reported problem with a stable code
+    special = kind in ("fifo", "symlink")
+    named = [entry["piece"] for entry in run(forest, "doctor")[1]["damaged"]]
+    assert named == ([f"{STATE_DIR}/{folder}/{path.name}"] if special else [])
+    code, repaired = run(forest, "doctor", "--repair")
+    assert code == 0 and repaired["damaged"] == []
+    assert os.path.lexists(path) is not special  # a regular file may be the user's: kept
+    if special:
+        code, maintained = run(forest, "maintain")
+        assert code == 0 and maintained["ok"], maintained
+
+
+def run_sub(root: Path, group: str, command: str) -> tuple[int, dict]:
+    """A command of a group (``proposals list``): the root comes after the subcommand."""
+    done = subprocess.run([sys.executable, "-m", "memory_forest", group, command, str(root),
+                           "--json"], capture_output=True, text=True, timeout=10)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, (done.stdout, done.stderr)
+    answer = json.loads(lines[0])
+    if "error" in answer:
+        assert answer["error"]["code"] not in UNSTABLE, answer
+    return done.returncode, answer

@@ -222,7 +222,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     import platform
     import sqlite3
 
-    from . import __version__, gitrepo, indexheal, store
+    from . import __version__, gitrepo, indexheal, statedebris, store
     from . import lock as locking
     from .safety import walk
     from .snapshot import listed_per_layer
@@ -263,7 +263,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
         except ForestError as exc:
             report["walk"] = {"error": exc.to_dict()}
     # Named before the index state is read: reading it rolls a hot journal back.
-    report["damaged"] = indexheal.damaged(root)
+    report["damaged"] = [*indexheal.damaged(root), *statedebris.damaged(root)]
     report["index"] = _index_state(forest)
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
@@ -357,12 +357,12 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
             if not set_aside_journal:
                 raise _unrecoverable(root, exc) from None
             recovered = _set_aside(root, exc)
-        from . import index
+        from . import index, statedebris
         from .modes import repair_modes
 
         forest.forget_index()
         return {"unlocked": unlocked, "journal": recovered, "index": index.repair(forest.root),
-                **repair_modes(forest)}
+                "removed": statedebris.heal(root), **repair_modes(forest)}
 
 
 _SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"
