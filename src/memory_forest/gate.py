@@ -47,8 +47,10 @@ Decisions the receipt encodes:
 
 A failure is ``ok: false`` with a code from a fixed set and a fixed message
 for that code: never the turn, an absolute path or exception text. The gate
-never rebuilds or repairs the index, never writes, never uses the network
-and never returns a body.
+never rebuilds the index and never writes memory (the one thing it may change
+is derived: a hot journal a killed writer left is rolled back before the
+index is read, see ``indexheal``), never uses the network and never returns
+a body.
 
 Host adapters turn the same receipt into a hook answer. Claude Code and Codex
 share one ``UserPromptSubmit`` protocol (input: a JSON object with a string
