@@ -16,7 +16,8 @@ on a fresh copy of the indexed forest with the damage applied just before:
 With ``--before COMMAND`` (another build's console script, e.g. the main
 branch's) the same rows run for it in the same minutes, alternating run by
 run; a row it fails or hangs on (10 s) is recorded as its error code.
-Prints JSON.
+Run it with bytecode caches written (no PYTHONDONTWRITEBYTECODE), as an
+installed package runs, or start-up dominates every row. Prints JSON.
 """
 
 from __future__ import annotations
@@ -93,7 +94,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--before", help="Another build's console script, run side by side.")
     args = parser.parse_args()
-    tools = {"this": [sys.executable, "-m", "memory_forest"]}
+    script = Path(sys.executable).with_name("memory-forest")  # as the other build is run
+    tools = {"this": [str(script)] if script.is_file() else [sys.executable, "-m",
+                                                             "memory_forest"]}
     if args.before:
         tools["before"] = [args.before]
     with tempfile.TemporaryDirectory() as tmp:
