@@ -88,15 +88,21 @@ def ready(root: Path) -> None:
     except FileNotFoundError:
         return
     except OSError:
-        raise unavailable(path, kind(path) or "unreadable file") from None
+        raise unavailable(path, _unusable(path)) from None
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
     finally:
         os.close(fd)
     if not regular:
-        raise unavailable(path, kind(path) or "other")
+        raise unavailable(path, _unusable(path))
     if hot(root):
         roll_back(root)
+
+
+def _unusable(path: Path) -> str:
+    """What stands where a regular file belongs, or why the regular file there cannot be read."""
+    found = kind(path)
+    return "unreadable file" if found in ("regular", None) else found
 
 
 def hot(root: Path) -> bool:
@@ -144,6 +150,8 @@ def damaged(root: Path) -> list[dict[str, Any]]:
     found = []
     for path in files(root):
         what = kind(path)
+        if what == "regular" and not os.access(path, os.R_OK):
+            what = "unreadable file"
         if what not in (None, "regular"):
             found.append({"piece": state_rel(path.name), "code": "index_unavailable",
                           "found": what, "fix": FIX})
