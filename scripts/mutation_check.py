@@ -216,6 +216,23 @@ BREAKAGES: tuple[Breakage, ...] = (
           "        found, hashes, counts = keys['generation'], keys['hashes'], keys['counts']\n"),),
         ("tests/test_damaged_semantic_state.py",),
     ),
+    Breakage(
+        "a reader no longer rolls back a hot journal a killed writer left", "indexheal.py",
+        (("    if hot(root):\n        roll_back(root)\n", "    pass\n"),),
+        ("tests/journeys/test_journey_heal_index.py",),
+    ),
+    Breakage(
+        "an index a cut-short journal left half-restored is trusted", "indexheal.py",
+        (('            sound = con.execute("PRAGMA quick_check(1)").fetchone() == ("ok",)\n',
+          "            sound = True\n"),),
+        ("tests/test_damaged_index_state.py",),
+    ),
+    Breakage(
+        "a hook blocks the turn on every failed lookup again", "gate.py",
+        (('    if receipt["ok"] or strict or receipt["error"]["code"] in _BLOCKING:\n',
+          "    if True:\n"),),
+        ("tests/test_gate.py",),
+    ),
 )
 
 

@@ -414,3 +414,32 @@ def tree_nodes(data: dict) -> list[dict]:
 def trail_ends(data: dict) -> dict[int, str]:
     """Trail rank -> the path of the node that trail ends at."""
     return {node["trail"]: node["path"] for node in tree_nodes(data) if "trail" in node}
+
+
+# A writer killed mid-commit, as SQLite sees it: a transaction that deleted every row, with a
+# one-page cache so the changed pages spill into the database file before the commit, then
+# SIGKILL. What is left is a hot journal and a half-written index.
+_KILLED_WRITER = """
+import os, signal, sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("PRAGMA cache_size=1")
+con.execute("BEGIN")
+for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+    try:
+        con.execute(f'DELETE FROM "{name}"')
+    except sqlite3.DatabaseError:
+        pass  # a virtual table's shadow tables are emptied through the table itself
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def leave_hot_journal(root: Path) -> None:
+    """Kill a writer of ``root``'s index mid-commit; assert it left a hot journal."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(root / INDEX)],
+                          capture_output=True, timeout=60)
+    assert done.returncode == -9, done.stderr
+    journal = root / STATE_DIR / "index.sqlite3-journal"
+    assert journal.stat().st_size > 0

@@ -23,7 +23,9 @@ def test_the_gate_example_shows_every_outcome():
     statuses = [answer.get("status") for answer in answers[:3]]
     assert statuses == ["evidence_found", "no_evidence", "noop"]
     assert answers[3]["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
-    assert answers[4]["decision"] == "block" and "[index_missing]" in answers[4]["reason"]
+    passed = json.loads(answers[4]["hookSpecificOutput"]["additionalContext"].splitlines()[-1])
+    assert passed["lookup_completed"] is False and passed["reason"] == "index_missing"
+    assert passed["fix"] == "memory-forest index ROOT" and "decision" not in answers[4]
 
 
 def test_the_example_says_that_a_prompt_is_advisory():

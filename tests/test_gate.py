@@ -20,7 +20,7 @@ RECEIPT_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required"
                 "lookup_completed", "body_included", "route", "retrieve", "turn_sha256",
                 "turn_bytes", "turn_reduced", "unverified"}
 FAILURE_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required",
-                "lookup_completed", "body_included", "error", "turn_sha256"}
+                "lookup_completed", "body_included", "error", "reason", "fix", "turn_sha256"}
 # Both hosts' UserPromptSubmit output objects are closed (Codex publishes the schema).
 HOOK_KEYS = {"continue", "decision", "hookSpecificOutput", "reason", "stopReason",
              "suppressOutput", "systemMessage"}
@@ -316,9 +316,16 @@ def test_failures_carry_a_fixed_message_and_leak_nothing_private(tmp_path, damag
         assert exit_code == 1 and answer["ok"] is False and set(answer) == FAILURE_KEYS
         assert answer["error"] == {"code": code, "message": MESSAGES[code], "details": {}}
         assert answer["status"] == "failed" and answer["lookup_completed"] is False
-    else:
+        assert answer["reason"] == code and answer["fix"].startswith("memory-forest ")
+    elif strict:  # fail closed
         assert exit_code == 0 and answer == {"decision": "block", "reason": answer["reason"]}
         assert f"[{code}]" in answer["reason"] and MESSAGES[code] in answer["reason"]
+    else:  # nothing in the turn can fix it: the turn goes through, saying what failed
+        assert exit_code == 0 and "decision" not in answer
+        context = answer["hookSpecificOutput"]["additionalContext"]
+        data = json.loads(context.splitlines()[-1])
+        assert data["lookup_completed"] is False and data["reason"] == code
+        assert data["fix"] in context.splitlines()[0] and data["status"] == "failed"
     for private in (SECRET, "kimchi fridge", str(tmp_path), "Traceback", "Error:"):
         assert private not in stdout and private not in stderr
     assert stderr == ""

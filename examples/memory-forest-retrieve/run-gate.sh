@@ -33,7 +33,7 @@ printf '{"hook_event_name":"UserPromptSubmit","prompt":"%s"}' \
     "Any notes on the drip line pressure?" | "$mf" gate "$forest" --format claude-code
 
 echo
-echo "== a failed lookup blocks the turn (the index is gone)"
+echo "== a failed lookup lets the turn through and names the fix (the index is gone)"
 rm "$forest/.memory-forest/index.sqlite3"
 printf '{"hook_event_name":"UserPromptSubmit","prompt":"%s"}' \
     "Any notes on the drip line pressure?" | "$mf" gate "$forest" --format claude-code

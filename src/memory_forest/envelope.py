@@ -45,7 +45,7 @@ def outcome_of(operation: str, call: Callable[[], dict[str, Any] | None]
 
 def error_of(exc: BaseException) -> tuple[dict[str, Any], int]:
     """The error object and exit code an exception stands for."""
-    from .errors import ForestError, as_io_error
+    from .errors import ForestError, as_index_error, as_io_error
 
     if isinstance(exc, ForestError):
         return exc.to_dict(), exc.exit_code
@@ -56,6 +56,9 @@ def error_of(exc: BaseException) -> tuple[dict[str, Any], int]:
     disk = as_io_error(exc) if isinstance(exc, Exception) else None
     if disk is not None:
         return disk.to_dict(), 1
+    damaged = as_index_error(exc)
+    if damaged is not None:
+        return damaged.to_dict(), damaged.exit_code
     return {"code": "internal_error", "message": f"unexpected {type(exc).__name__}",
             "details": {"class": type(exc).__name__}}, 1
 

@@ -66,6 +66,19 @@ def io_error(exc: OSError) -> ForestError:
 _SQLITE_ERRNO = {"SQLITE_FULL": "ENOSPC", "SQLITE_IOERR": "EIO", "SQLITE_READONLY": "EROFS"}
 
 
+def as_index_error(exc: BaseException) -> ForestError | None:
+    """``index_corrupt`` for a SQLite error that is not the disk's: the databases are derived
+    state, so one that fails half-way through a query is damaged, and a rebuild heals it."""
+    import sys
+
+    sqlite3 = sys.modules.get("sqlite3")  # no SQLite error without the module loaded
+    if sqlite3 is None or not isinstance(exc, sqlite3.DatabaseError) or as_io_error(exc):
+        return None
+    return ForestError("index_corrupt", "the index cannot be read; run "
+                       "'memory-forest index ROOT --full' to rebuild it",
+                       {"error": type(exc).__name__})
+
+
 def as_io_error(exc: BaseException) -> ForestError | None:
     """``io_error`` for an OSError or a SQLite disk failure; None for anything else."""
     if isinstance(exc, OSError):

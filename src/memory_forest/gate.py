@@ -38,14 +38,19 @@ Decisions the receipt encodes:
   words of the rest) and the receipt says ``turn_reduced: true``;
   ``turn_sha256`` and ``turn_bytes`` always describe the whole turn. Only
   input over the hard cap ``MAX_INPUT_BYTES`` is refused.
-- The gate fails (and a hook blocks the turn) only when memory cannot be
-  consulted at all: no forest, no index, a corrupt index, a forest-level
-  fault.
+- The gate fails only when memory cannot be consulted at all: no forest, no
+  index, a corrupt index, a forest-level fault. A failure receipt says why
+  (``reason``) and the command that fixes it (``fix``). A hook blocks the turn
+  only for a fault in the turn itself or in the hook line; for any other it
+  lets the turn through with ``lookup_completed: false``, ``reason`` and
+  ``fix``, unless ``--strict`` (fail closed).
 
 A failure is ``ok: false`` with a code from a fixed set and a fixed message
 for that code: never the turn, an absolute path or exception text. The gate
-never rebuilds or repairs the index, never writes, never uses the network
-and never returns a body.
+never rebuilds the index and never writes memory (the one thing it may change
+is derived: a hot journal a killed writer left is rolled back before the
+index is read, see ``indexheal``), never uses the network and never returns
+a body.
 
 Host adapters turn the same receipt into a hook answer. Claude Code and Codex
 share one ``UserPromptSubmit`` protocol (input: a JSON object with a string
@@ -75,6 +80,7 @@ from .hookcontext import (
     MAX_CONTEXT_BYTES,
     MIN_CONTEXT_BYTES,
     hook_output,
+    passed_through,
 )
 
 OPERATION = "memory_forest_gate"
@@ -101,6 +107,7 @@ MESSAGES: dict[str, str] = {
     "index_stale": "a memory file changed since it was indexed; run 'memory-forest index ROOT'",
     "index_corrupt": "the index cannot be read; run 'memory-forest index ROOT --full'",
     "index_schema_mismatch": "the index has another schema; run 'memory-forest index ROOT --full'",
+    "index_unavailable": "the index cannot be opened; run 'memory-forest index ROOT'",
     "root_missing": "the forest root does not exist",
     "root_not_directory": "the forest root is not a directory",
     "root_symlink": "the forest root is a symlink; configure the real directory",
@@ -124,6 +131,29 @@ MESSAGES: dict[str, str] = {
     "internal_error": "the memory lookup failed unexpectedly; run 'memory-forest doctor ROOT'",
 }
 _USAGE = frozenset({"format_unknown", "limit_out_of_range", "context_bytes_out_of_range"})
+# The command that fixes each failure the user cannot fix by rewording the turn.
+_DOCTOR = "memory-forest doctor ROOT"
+_REINSTALL = "memory-forest hooks install --client CLIENT --root ROOT"
+FIXES: dict[str, str] = {
+    "index_missing": "memory-forest index ROOT",
+    "index_stale": "memory-forest index ROOT",
+    "index_corrupt": "memory-forest index ROOT --full",
+    "index_schema_mismatch": "memory-forest index ROOT --full",
+    "index_unavailable": "memory-forest index ROOT",
+    "hook_input_invalid": _REINSTALL,
+    "hook_event_unsupported": _REINSTALL,
+    "format_unknown": _REINSTALL,
+    "limit_out_of_range": _REINSTALL,
+    "context_bytes_out_of_range": _REINSTALL,
+}
+# Failures a hook blocks the turn for: the turn itself (the user sends it again, shorter or
+# as UTF-8) or the hook line (wrong from its first prompt, so it is fixed at install time,
+# and a hook that cannot read its input cannot say what it let through). Every other
+# failure (derived state, a lock, the disk, the forest) cannot be fixed inside the
+# conversation: the hook lets the turn through and says so.
+_BLOCKING = frozenset({"turn_too_large", "turn_not_utf8", "hook_input_too_large",
+                       "hook_input_invalid", "hook_event_unsupported",
+                       "context_bytes_out_of_range"})
 _FILE_CODES = frozenset({"not_found", "not_regular_file", "file_too_large", "os_error"})
 
 
@@ -269,6 +299,8 @@ def failure(code: str, turn_sha256: str | None = None) -> dict[str, Any]:
         "lookup_completed": False,
         "body_included": False,
         "error": {"code": code, "message": MESSAGES[code], "details": {}},
+        "reason": code,
+        "fix": FIXES.get(code, _DOCTOR),
         "turn_sha256": turn_sha256,
     }
 
@@ -314,9 +346,25 @@ def answer(forest: Forest | str | Path, raw: bytes, format: str, limit: int,
         if not budget_ok:
             raise _Refused("context_bytes_out_of_range")
         turn = _hook_prompt(raw)
-    except (Exception, KeyboardInterrupt) as exc:  # fail closed: the host blocks the turn
-        return hook_output(failure(_code_of(exc))), 0
-    return hook_output(consult(forest, turn, limit, strict, lexical), context_bytes), 0
+    except (Exception, KeyboardInterrupt) as exc:
+        return hook_answer(failure(_code_of(exc)), strict), 0
+    receipt = consult(forest, turn, limit, strict, lexical)
+    return hook_answer(receipt, strict, context_bytes), 0
+
+
+def hook_answer(receipt: dict[str, Any], strict: bool,
+                budget: int = DEFAULT_CONTEXT_BYTES) -> dict[str, Any]:
+    """The hook's answer under the gate's failure policy.
+
+    A failure in the turn or the hook line (``_BLOCKING``) blocks it; any other
+    lets it through, saying the lookup did not complete, why, and what fixes
+    it, because a fault in derived state or the disk would otherwise block
+    every prompt of the conversation, and no prompt can fix it. ``strict`` blocks on
+    every failure (fail closed).
+    """
+    if receipt["ok"] or strict or receipt["error"]["code"] in _BLOCKING:
+        return hook_output(receipt, budget)
+    return passed_through(receipt)
 
 
 def _hook_prompt(raw: bytes) -> bytes:
@@ -358,7 +406,7 @@ def run_process(root: str, format: str = "receipt", limit: int = DEFAULT_LIMIT,
         raw = None
     if raw is None:
         outcome, code = (failure("internal_error"), 1) if format == "receipt" else \
-            (hook_output(failure("internal_error")), 0)
+            (hook_answer(failure("internal_error"), strict), 0)
     else:
         outcome, code = answer(root, raw, format, limit, strict, lexical, context_bytes)
     (stdout or sys.stdout).write(dumps(outcome) + "\n")

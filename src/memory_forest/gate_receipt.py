@@ -64,3 +64,7 @@ class GateReceipt(BaseModel):
     route: GateRoute | None = Field(None, description="Absent on failure.")
     retrieve: GateRetrieve | None = Field(None, description="Absent on failure.")
     error: GateError | None = Field(None, description="Present only on failure.")
+    reason: str | None = Field(None, description="On failure: the error's code, what failed. "
+                               "Absent otherwise.")
+    fix: str | None = Field(None, description="On failure: the command that fixes it (ROOT "
+                            "stands for the forest). Absent otherwise.")

@@ -61,8 +61,9 @@ def hook_output(receipt: dict[str, Any], budget: int = DEFAULT_CONTEXT_BYTES) ->
     """A ``UserPromptSubmit`` answer: the receipt as context, or a block on failure.
 
     Both hosts act on this JSON only when the hook exits 0, so the gate always
-    exits 0 in a hook format and a failure blocks the prompt through
-    ``decision: "block"``: the turn never reaches the model without the lookup.
+    exits 0 in a hook format and a failure handed here blocks the prompt through
+    ``decision: "block"`` (the gate's policy decides which failures come here;
+    the others go to ``passed_through``).
     """
     if not receipt["ok"]:
         error = receipt["error"]
@@ -71,6 +72,25 @@ def hook_output(receipt: dict[str, Any], budget: int = DEFAULT_CONTEXT_BYTES) ->
                           f"not sent [{error['code']}]: {error['message']}."}
     return {"hookSpecificOutput": {"hookEventName": HOOK_EVENT,
                                    "additionalContext": context(receipt, budget)}}
+
+
+_FAILED = ("Memory Forest could not consult the user's local memory for this turn, so nothing "
+           "below comes from memory (lookup_completed: false). Answer without it; if the user "
+           "relies on memory, tell them the lookup failed and that '{fix}' fixes it.")
+
+
+def passed_through(receipt: dict[str, Any]) -> dict[str, Any]:
+    """A failed lookup that does not block the turn: the context says what failed and the fix.
+
+    The prose and the JSON hold only the gate's fixed code and command, never
+    anything a file or the turn controls.
+    """
+    data = {"operation": receipt["operation"], "schema_version": receipt["schema_version"],
+            "status": receipt["status"], "lookup_completed": False, "body_included": False,
+            "reason": receipt["reason"], "fix": receipt["fix"]}
+    return {"hookSpecificOutput": {"hookEventName": HOOK_EVENT,
+                                   "additionalContext": f"{_FAILED.format(fix=receipt['fix'])}"
+                                                        f"\n{dumps(data)}"}}
 
 
 def context(receipt: dict[str, Any], budget: int = DEFAULT_CONTEXT_BYTES) -> str:

@@ -102,7 +102,7 @@ def install(client: str, root: Forest | str | Path | None = None,
         action = "added"
     warnings = []
     if not index_path(root).exists():
-        warnings.append("the forest has no index yet: every prompt is blocked until "
+        warnings.append("the forest has no index yet: every prompt goes on without memory until "
                         "'memory-forest index ROOT' has run")
     backup = _save(path, old, data, dry_run) if action != "unchanged" else None
     return result("hooks_install", client=client.name, settings=str(path), event=EVENT,

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import store
+from . import indexheal, store
 from .building import (
     READER_VERSION,
     Judged,
@@ -67,12 +67,20 @@ def connect(root: Path) -> sqlite3.Connection:
     """Open the index read-only, failing with a code when it is absent or foreign."""
     path = index_path(root)
     _refuse_symlinks(root, path)
+    indexheal.ready(root)
     if not path.exists():
         raise ForestError("index_missing",
                           "the forest has no index; run 'memory-forest index ROOT'")
     try:
         con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-        _check_schema(con)
+        try:
+            _check_schema(con)
+        except ForestError:
+            con.close()
+            if indexheal.hot(root):  # a journal SQLite could not roll back (a read-only disk)
+                raise indexheal.unavailable(indexheal.journal_path(root), "hot journal") \
+                    from None
+            raise
     except sqlite3.DatabaseError as exc:
         raise ForestError("index_corrupt", "the index cannot be read; run "
                           "'memory-forest index ROOT' to rebuild it",
@@ -89,6 +97,36 @@ def _check_schema(con: sqlite3.Connection) -> None:
             "run 'memory-forest index ROOT' to rebuild it",
             {"found": found, "expected": INDEX_SCHEMA_VERSION},
         )
+
+
+def usable(root: Path) -> bool:
+    """Whether a writer (holding the lock) can use the index as it is, after healing its files.
+
+    False for an absent index and for one a full build would replace, so a
+    write rebuilds it first and carries on instead of failing on derived state.
+    """
+    indexheal.heal(root)
+    try:
+        connect(root).close()
+    except ForestError as exc:
+        if exc.code == "index_missing" or exc.code in _REBUILDABLE:
+            return False
+        raise
+    return True
+
+
+def repair(root: Path) -> dict[str, Any]:
+    """``doctor --repair`` (under the lock): the index's files healed, and a full rebuild
+    when the index is still unusable; an absent index with nothing beside it is left to
+    ``index``."""
+    damaged = [entry["piece"] for entry in indexheal.damaged(root)]
+    if usable(root) or not (damaged or index_path(root).exists()):
+        return {"healed": damaged, "rebuilt": False}
+    try:
+        build(root, full=True)
+    except ForestError as exc:  # a forest-level fault: the rest of the report says which
+        return {"healed": damaged, "rebuilt": False, "error": exc.code}
+    return {"healed": damaged, "rebuilt": True}
 
 
 def _refuse_symlinks(root: Path, path: Path) -> None:
@@ -146,7 +184,8 @@ def build(root: Path, full: bool = False, progress: Progress | None = None) -> d
 
 # An index of another schema version, or one SQLite cannot read, is derived state that
 # a full build replaces; 'index' then always works, and says why it started over.
-_REBUILDABLE = {"index_schema_mismatch": "schema_mismatch", "index_corrupt": "index_corrupt"}
+_REBUILDABLE = {"index_schema_mismatch": "schema_mismatch", "index_corrupt": "index_corrupt",
+                "index_unavailable": "index_unavailable"}
 
 
 def refresh(root: Path, full: bool = False, progress: Progress | None = None,
@@ -157,6 +196,7 @@ def refresh(root: Path, full: bool = False, progress: Progress | None = None,
     walk and the reads; ``validate``; ``audit``; ``index``: the write). An
     incremental build that had to start over says why in ``rebuilt``.
     """
+    healed = indexheal.heal(root)
     reason = None if full else _why_not_incremental(root)
     if not full and reason is None:
         from .incremental import update
@@ -166,6 +206,8 @@ def refresh(root: Path, full: bool = False, progress: Progress | None = None,
         done = rebuild(root, progress, recorder)
     if reason and reason != "absent":
         done.written["rebuilt"] = reason
+    if healed:
+        done.written["healed"] = healed
     if recorder is not None:
         recorder.steps["index"].update(done.written)  # the write step says what it wrote
     return done
@@ -224,6 +266,7 @@ def rebuild(root: Path, progress: Progress | None = None,
         finally:
             con.close()
         _fsync(tmp)
+        indexheal.discard_old(root)
         os.replace(tmp, index_path(root))
     except BaseException:
         if tmp.exists():
@@ -339,6 +382,7 @@ def update_paths(forest: Opened | Path, paths: list[str] | set[str]) -> dict[str
     started = time.perf_counter()
     root, config = root_and_config(forest)
     counts = {"added": 0, "changed": 0, "deleted": 0, "unchanged": 0}
+    indexheal.heal(root)  # a FIFO beside the index would hang this open
     con = sqlite3.connect(index_path(root))
     try:
         with con:

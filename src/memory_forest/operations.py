@@ -225,7 +225,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     import platform
     import sqlite3
 
-    from . import __version__, gitrepo, store, syncsafety
+    from . import __version__, gitrepo, indexheal, statedebris, store, syncsafety
     from . import lock as locking
     from .safety import walk
     from .snapshot import listed_per_layer
@@ -265,13 +265,15 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
                                           config.limits["max_file_bytes"])
         except ForestError as exc:
             report["walk"] = {"error": exc.to_dict()}
+    # Named before the index state is read: reading it rolls a hot journal back.
+    report["damaged"] = [*indexheal.damaged(root), *statedebris.damaged(root)]
     report["index"] = _index_state(forest)
     report["lock"] = locking.state(root)
     report["journal"] = _journal_state(root)
     report["git"] = {"damaged": syncsafety.damaged(root)}
     from .semantic_state import damaged
 
-    report.setdefault("damaged", []).extend(damaged(root))
+    report["damaged"] += damaged(root)
     return report
 
 
@@ -363,13 +365,14 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
             if not set_aside_journal:
                 raise _unrecoverable(root, exc) from None
             recovered = _set_aside(root, exc)
+        from . import index, statedebris
         from .modes import repair_modes
         from .semantic_state import heal
 
-        healed = heal(root)
-        return {"unlocked": unlocked, "journal": recovered, "git": syncsafety.repair(root),
-                "healed": healed,
-                **repair_modes(forest)}
+        forest.forget_index()
+        return {"unlocked": unlocked, "journal": recovered, "index": index.repair(forest.root),
+                "healed": heal(root), "git": syncsafety.repair(root),
+                "removed": statedebris.heal(root), **repair_modes(forest)}
 
 
 _SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"

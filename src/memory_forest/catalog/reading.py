@@ -139,7 +139,10 @@ OPERATIONS = (
         "Consult memory for one user turn read on stdin: route, then retrieve; print a receipt.",
         'echo "how cold should the kimchi fridge be?" | memory-forest gate ~/memory',
         help="Always prints one JSON object. Run on every turn by a host hook (memory-forest "
-        "hooks install); never writes and never returns bodies.",
+        "hooks install); never writes memory (it only rolls back a hot index journal a killed "
+        "writer left) and never returns bodies. In a hook format a failed lookup lets the turn "
+        "through, saying what failed and the command that fixes it (--strict blocks it); only "
+        "a fault in the turn or the hook line blocks it.",
         params=(Param("format", TEXT, "receipt (the JSON receipt), or claude-code / codex (a "
                       "UserPromptSubmit hook answer).", flags=("--format",), default="receipt"),
                 Param("limit", INT, "At most this many route results and trails (1-10).",

@@ -24,7 +24,7 @@ from ..errors import ForestError
 from ..forest import Forest, opened
 from ..routes import parse_route
 from ..safety import FILE_MODE
-from ..statefiles import index_path, receipt_rel
+from ..statefiles import receipt_rel
 from ..testhooks import crash_point
 from . import journal, receipts
 from .check import check
@@ -105,8 +105,8 @@ def _run(forest: Forest, operation: str, request: Any, transaction_id: str | Non
                                   "request; choose a new id",
                                   {"transaction_id": txid, "operation": prior.get("operation")})
             return _result(prior, extra, already_applied=True)
-        if not index_path(root).exists():
-            extra["index_built"] = index.build(root)  # the first write into this forest
+        if not index.usable(root):  # the first write into this forest, or a damaged index
+            extra["index_built"] = index.build(root)
         receipt = _commit(forest, operation, txid, plan_sha256, prepare)
     return _result(receipt, extra, already_applied=False)
 
