@@ -249,19 +249,9 @@ def damage(path: Path, kind: str) -> None:
         path.symlink_to(path.parent.parent / "04 stm")
 
 
-def _cells() -> list:
-    cells = []
-    for piece in DAMAGED_PIECES:
-        for kind in DAMAGE:
-            hangs = piece == "index.sqlite3" and kind == "fifo"
-            marks = [pytest.mark.xfail(reason="the index builder waits on a FIFO index",
-                                       raises=subprocess.TimeoutExpired, strict=True)
-                     ] if hangs else []
-            cells.append(pytest.param(piece, kind, id=f"{piece}-{kind}", marks=marks))
-    return cells
-
-
-@pytest.mark.parametrize(("piece", "kind"), _cells())
+@pytest.mark.parametrize(("piece", "kind"),
+                         [pytest.param(piece, kind, id=f"{piece}-{kind}")
+                          for piece in DAMAGED_PIECES for kind in DAMAGE])
 def test_sync_and_maintain_carry_on_over_damaged_derived_state(synced_template, tmp_path,
                                                                 piece, kind) -> None:
     """A hand edit is committed and pushed whatever state the index or vectors are in, and

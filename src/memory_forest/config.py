@@ -58,6 +58,9 @@ class Opened(Protocol):
     root: Path
     config: Config
 
+    def reader(self) -> Any:
+        """The forest's read-only index connection, opened once and reused."""
+
 
 def root_and_config(forest: Opened | str | os.PathLike[str]) -> tuple[Path, Config]:
     """The root and config of an opened forest (read once by it), or of a root path.

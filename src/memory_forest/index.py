@@ -99,15 +99,16 @@ def _check_schema(con: sqlite3.Connection) -> None:
         )
 
 
-def usable(root: Path) -> bool:
+def usable(forest: Opened) -> bool:
     """Whether a writer (holding the lock) can use the index as it is, after healing its files.
 
     False for an absent index and for one a full build would replace, so a
     write rebuilds it first and carries on instead of failing on derived state.
+    The check is the forest's own reader, kept open: the write reads through it.
     """
-    indexheal.heal(root)
+    indexheal.heal(forest.root)
     try:
-        connect(root).close()
+        forest.reader()
     except ForestError as exc:
         if exc.code == "index_missing" or exc.code in _REBUILDABLE:
             return False
@@ -115,12 +116,13 @@ def usable(root: Path) -> bool:
     return True
 
 
-def repair(root: Path) -> dict[str, Any]:
+def repair(forest: Opened) -> dict[str, Any]:
     """``doctor --repair`` (under the lock): the index's files healed, and a full rebuild
     when the index is still unusable; an absent index with nothing beside it is left to
     ``index``."""
+    root = forest.root
     damaged = [entry["piece"] for entry in indexheal.damaged(root)]
-    if usable(root) or not (damaged or index_path(root).exists()):
+    if usable(forest) or not (damaged or index_path(root).exists()):
         return {"healed": damaged, "rebuilt": False}
     try:
         build(root, full=True)

@@ -31,6 +31,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from . import store
 from .errors import ForestError
 from .statefiles import INDEX, index_path, state_rel
 
@@ -127,10 +128,7 @@ def roll_back(root: Path) -> bool:
         before = os.stat(path).st_ino
         con = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=ROLLBACK_TIMEOUT)
         try:
-            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            sound = con.execute("PRAGMA quick_check(1)").fetchone() == ("ok",)
-        except sqlite3.DatabaseError:
-            sound = False
+            sound = store.passes_quick_check(con)
         finally:
             con.close()
     except (OSError, sqlite3.DatabaseError):

@@ -370,7 +370,7 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
         from .semantic_state import heal
 
         forest.forget_index()
-        return {"unlocked": unlocked, "journal": recovered, "index": index.repair(forest.root),
+        return {"unlocked": unlocked, "journal": recovered, "index": index.repair(forest),
                 "healed": heal(root), "git": syncsafety.repair(root),
                 "removed": statedebris.heal(root), **repair_modes(forest)}
 

@@ -284,6 +284,16 @@ def citing(con: sqlite3.Connection, pointers: list[str]) -> dict[str, list[str]]
     return found
 
 
+def passes_quick_check(con: sqlite3.Connection) -> bool:
+    """Whether the file reads as a sound database: opening its schema plays a hot journal
+    back, and SQLite's quick check then finds what a journal cut short left half-restored."""
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con.execute("PRAGMA quick_check(1)").fetchone() == ("ok",)
+    except sqlite3.DatabaseError:
+        return False
+
+
 def document_count(con: sqlite3.Connection) -> int:
     return con.execute("SELECT count(*) FROM docs").fetchone()[0]
 

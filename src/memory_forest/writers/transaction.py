@@ -105,7 +105,7 @@ def _run(forest: Forest, operation: str, request: Any, transaction_id: str | Non
                                   "request; choose a new id",
                                   {"transaction_id": txid, "operation": prior.get("operation")})
             return _result(prior, extra, already_applied=True)
-        if not index.usable(root):  # the first write into this forest, or a damaged index
+        if not index.usable(forest):  # the first write into this forest, or a damaged index
             extra["index_built"] = index.build(root)
         receipt = _commit(forest, operation, txid, plan_sha256, prepare)
     return _result(receipt, extra, already_applied=False)
