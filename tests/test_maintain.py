@@ -9,6 +9,8 @@ import sqlite3
 import stat
 import time
 
+import pytest
+
 from memory_forest import maintain as maintenance
 from memory_forest import operations
 from memory_forest.statefiles import index_path
@@ -127,6 +129,26 @@ def test_a_symlinked_log_is_refused(example, tmp_path):
     assert not outcome["ok"] and outcome["error"]["code"] == "log_unwritable"
     assert outcome["steps"]["verify"]["ok"]  # the run itself happened and is reported
     assert target.read_text(encoding="utf-8") == ""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_log_path_that_is_no_regular_file_fails_at_once_and_names_the_fix(example, tmp_path,
+                                                                            kind):
+    import subprocess
+    import sys
+
+    log = tmp_path / "runs.jsonl"
+    if kind == "fifo":
+        os.mkfifo(log)
+    else:
+        log.mkdir()
+    done = subprocess.run([sys.executable, "-m", "memory_forest", "maintain", str(example),
+                           "--log", str(log), "--json"], capture_output=True, text=True,
+                          timeout=30)  # a FIFO opened for writing would wait for a reader
+    outcome = json.loads(done.stdout)
+    assert done.returncode != 0 and outcome["error"]["code"] == "log_unwritable"
+    assert "--log" in outcome["error"]["message"]
+    assert outcome["steps"]["verify"]["ok"]
 
 
 def test_an_interrupted_write_is_finished_before_the_checks(example, tmp_path):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -246,13 +247,22 @@ def append_log(path: Path, summary: dict[str, Any]) -> None:
             os.replace(path, path.with_name(path.name + ".1"))
     except FileNotFoundError:
         pass
+    # Non-blocking, then fstat: a FIFO at the log's path would otherwise hold the run forever.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = os.open(path, flags, 0o600)
     except OSError as exc:
-        raise ForestError("log_unwritable", "the run log cannot be opened (symlinks are refused)",
-                          {"error": type(exc).__name__}) from None
+        raise _log_unwritable(type(exc).__name__) from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _log_unwritable("not_regular_file")
         os.fchmod(fd, 0o600)
         os.write(fd, line.encode("utf-8"))
     finally:
         os.close(fd)
+
+
+def _log_unwritable(why: str) -> ForestError:
+    return ForestError("log_unwritable", "the run log cannot be opened (a symlink or not a "
+                       "regular file): pass --log a regular file, or remove what stands there",
+                       {"error": why})
