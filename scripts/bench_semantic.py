@@ -42,7 +42,7 @@ from pathlib import Path
 
 from bench_scale import CLI_ENV, fixed_queries, our_executable, prepared_forest
 
-from memory_forest import operations, semantic, semantic_cache
+from memory_forest import operations, semantic, semantic_state
 from memory_forest.statefiles import index_path, state_dir, vectors_path
 
 DOCS_FILE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
@@ -127,7 +127,7 @@ def fill_vectors(root: Path) -> dict:
 
     def passages(self: semantic.Model, texts: list[str]) -> np.ndarray:
         semantic.stats["chunks"] += len(texts)
-        vectors = rng.standard_normal((len(texts), semantic_cache.DIMENSIONS)).astype(np.float32)
+        vectors = rng.standard_normal((len(texts), semantic_state.DIMENSIONS)).astype(np.float32)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
     real = semantic.Model.passages

@@ -45,7 +45,7 @@ def build(root: Path, docs: int, chunks: int) -> str:
         store.set_vectors_meta(con, "generation", generation)
         for number in range(docs):
             store.put_vectors(con, f"{number:064x}",
-                              [os.urandom(semantic_cache.VECTOR_BYTES) for _ in range(chunks)])
+                              [os.urandom(semantic_state.VECTOR_BYTES) for _ in range(chunks)])
     semantic_cache.write(root, con, generation)
     con.close()
     return generation
@@ -72,7 +72,7 @@ def main() -> int:
 
         def scan() -> None:
             con = sqlite3.connect(vectors_path(root))
-            store.misshapen_vectors(con, semantic_cache.VECTOR_BYTES)
+            store.misshapen_vectors(con, semantic_state.VECTOR_BYTES)
             con.close()
 
         assert semantic_cache.read(root, generation) is not None
@@ -81,7 +81,7 @@ def main() -> int:
             "docs": args.docs, "chunks": args.docs * args.chunks, "runs": args.runs,
             "present_ms": median_ms(lambda: semantic_state.vectors_present(root), args.runs),
             "keys_json_ms": median_ms(lambda: json.loads(
-                (state_dir(root) / semantic_cache.CACHE_KEYS).read_bytes()), args.runs),
+                (state_dir(root) / semantic_state.CACHE_KEYS).read_bytes()), args.runs),
             "cache_read_ms": median_ms(lambda: semantic_cache.read(root, generation), args.runs),
             "misshapen_scan_ms": median_ms(scan, args.runs),
             "doctor_check_ms": median_ms(lambda: semantic_state.damaged(root), args.runs),

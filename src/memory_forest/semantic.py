@@ -65,7 +65,6 @@ DENSE_WEIGHT = 0.5
 
 EMBED_BATCH = 16  # documents per committed transaction: what an interrupted run loses at most
 
-ENABLED_KEY = "enabled"
 MODEL_STAMP_KEY = "model_stamp"
 GENERATION_KEY = "generation"  # changes with every write: names the matrix cache's state
 
@@ -141,7 +140,7 @@ def enabled(root: Path) -> bool:
             return False
         con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
-            return store.vectors_meta(con, ENABLED_KEY) == "1"
+            return store.vectors_meta(con, semantic_state.ENABLED_KEY) == "1"
         finally:
             con.close()
     except (semantic_state.Invalid, sqlite3.DatabaseError):
@@ -184,7 +183,7 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
     try:
         with vectors:
             if enable:
-                store.set_vectors_meta(vectors, ENABLED_KEY, "1")
+                store.set_vectors_meta(vectors, semantic_state.ENABLED_KEY, "1")
             pruned = store.drop_vectors(vectors, {sha for _, sha in wanted})
             if pruned:
                 _new_generation(vectors)
@@ -277,7 +276,7 @@ def coverage(forest: Any) -> dict[str, Any]:
         if not store.attach_vectors(con, os.fspath(_vectors_file(root))):
             return invalid
         documents, embeddable = store.coverage(con, LAYERS)
-        if store.misshapen_vectors(con, semantic_cache.VECTOR_BYTES, "vec"):
+        if store.misshapen_vectors(con, semantic_state.VECTOR_BYTES, "vec"):
             return invalid  # retrieval cannot use them either (without the matrix cache)
     except (ForestError, semantic_state.Invalid, sqlite3.DatabaseError):
         return invalid
@@ -450,7 +449,7 @@ def _loaded_searcher(forest: Any, path: Path) -> tuple[Searcher | None, str | No
     con = forest.reader()
     if not store.attach_vectors(con, os.fspath(path)):
         return None, semantic_state.INVALID
-    if store.vectors_meta(con, ENABLED_KEY, "vec") != "1":
+    if store.vectors_meta(con, semantic_state.ENABLED_KEY, "vec") != "1":
         return None, "semantic_off"
     # numpy comes with the model: its BLAS need not start a thread per core for one
     # matrix-vector product (and a busy machine's cores are not free anyway).
@@ -461,7 +460,7 @@ def _loaded_searcher(forest: Any, path: Path) -> tuple[Searcher | None, str | No
         return None, exc.code
     loaded = semantic_cache.read(root, store.vectors_meta(con, GENERATION_KEY, "vec"))
     if loaded is None:
-        hashes, counts, blob = store.all_vectors(con, semantic_cache.VECTOR_BYTES, "vec")
+        hashes, counts, blob = store.all_vectors(con, semantic_state.VECTOR_BYTES, "vec")
         loaded = hashes, counts, semantic_cache.matrix_of(blob)
     if not loaded[0]:
         return None, "no_vectors"

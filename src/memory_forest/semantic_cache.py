@@ -15,12 +15,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .semantic_state import CACHE_KEYS, DIMENSIONS, VECTOR_BYTES
+
 if TYPE_CHECKING:
     import sqlite3
 
-DIMENSIONS = 384  # multilingual-e5-small's
-VECTOR_BYTES = DIMENSIONS * 2  # one chunk vector as stored: float16
-CACHE_KEYS = "vectors.cache.json"
 
 
 def matrix_of(blob: bytes) -> Any:

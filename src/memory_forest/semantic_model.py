@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ForestError
-from .semantic_cache import DIMENSIONS
+from .semantic_state import DIMENSIONS
 
 PACKAGE_VERSION = "0.3.0"  # the pin in pyproject.toml's 'semantic' extra
 MODEL_FILE = "e5-small-q4.bin"

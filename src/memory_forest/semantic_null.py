@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from .semantic_cache import DIMENSIONS
+from .semantic_state import DIMENSIONS
 
 if TYPE_CHECKING:
     import sqlite3

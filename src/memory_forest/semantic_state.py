@@ -24,11 +24,16 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from .semantic_cache import CACHE_KEYS, DIMENSIONS, VECTOR_BYTES
 from .statefiles import state_dir, state_rel, vectors_path
 
 INVALID = "semantic_state_invalid"
 FIX = "memory-forest index ROOT --semantic"
+# The shapes on disk that this module checks and the cache and the engine write.
+DIMENSIONS = 384  # multilingual-e5-small's
+VECTOR_BYTES = DIMENSIONS * 2  # one chunk vector as stored: float16
+CACHE_KEYS = "vectors.cache.json"
+# The vectors file's meta row that says semantic ranking is on for this forest.
+ENABLED_KEY = "enabled"
 # The companions SQLite keeps beside the vectors file: a rollback journal, or WAL files.
 COMPANIONS = ("-journal", "-wal", "-shm")
 MAX_KEYS_BYTES = 256 << 20  # far above 100,000 documents' keys; a bigger file is not ours
@@ -258,7 +263,6 @@ def _usable(path: Path) -> tuple[str | None, int]:
 def _replace_empty(path: Path) -> None:
     """A new, empty vectors file with semantic ranking on in place of ``path``."""
     from . import store
-    from .semantic import ENABLED_KEY
 
     for target in [path, *(path.with_name(path.name + s) for s in COMPANIONS)]:
         _remove(target)
