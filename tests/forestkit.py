@@ -87,6 +87,25 @@ def new_forest(parent: Path, name: str = "forest", example: bool = False) -> Pat
     return root
 
 
+# A small garage-and-kitchen forest for the semantic tests: "tires" reaches the tyre leaf
+# only through the dense side, since no leaf spells it that way.
+TYRE = "04 stm/garage/bicycle/tyre-pressure.md"
+GARAGE = {
+    "bicycle": {
+        "tyre-pressure": "The rear tyre loses air overnight; pump it to 4 bar before "
+                         "every ride.",
+        "chain-care": "Oil the chain every 200 km with dry lube.",
+    },
+    "car": {"winter-service": "Book the winter service in October: oil change and "
+                              "brake check."},
+}
+GARAGE_AND_KITCHEN = {
+    "garage": GARAGE,
+    "kitchen": {"fermentation": {"kimchi": "Keep the kimchi at 4 degrees; taste it after "
+                                           "five days."}},
+}
+
+
 def skeleton(parent: Path, trees: dict[str, dict[str, dict[str, str]]],
              name: str = "forest") -> Path:
     """A forest from ``{tree: {branch: {leaf: body}}}``; titles are the capitalized names."""

