@@ -170,6 +170,13 @@ def _no_default_root(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "no-user-config"))
 
 
+@pytest.fixture
+def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No user or system git config: the fallback identity and the default branch apply."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
 @pytest.fixture(scope="session")
 def _forest_templates(tmp_path_factory) -> dict[str, Path]:
     """One forest per kind, made by the real ``init`` once per test session."""

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gitkit import canonical_files, git
 
 from memory_forest import operations
 from memory_forest.schemas import StatusResult
@@ -22,25 +23,7 @@ from memory_forest.syncsafety import unsafe_path
 from memory_forest.writers.remember import remember
 from tests.conftest import one_object, raises_code, run_cli
 
-
-@pytest.fixture(autouse=True)
-def _hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No user or system git config (the CLI subprocesses inherit it too)."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
-
-def git(cwd: Path, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          cwd=cwd, input=stdin, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
-def canonical(root: Path) -> dict[str, bytes]:
-    """Every file outside .git and .memory-forest, by relative path."""
-    return {path.relative_to(root).as_posix(): path.read_bytes() for path in root.rglob("*")
-            if path.is_file() and not path.relative_to(root).as_posix().startswith(
-                (".git/", ".memory-forest/"))}
+pytestmark = pytest.mark.usefixtures("hermetic_git")
 
 
 def push_hostile(workdir: Path, remote: Path, name: str, folder: str = "") -> str:
@@ -100,7 +83,7 @@ def test_hostile_commit_is_refused_before_anything_changes(shared, tmp_path, nam
     remote, a = shared
     hostile = push_hostile(tmp_path, remote, name, folder)
     remember(a, content="The north window sticks in cold weather.", title="North window")
-    head, files = git(a, "rev-parse", "HEAD"), canonical(a)
+    head, files = git(a, "rev-parse", "HEAD"), canonical_files(a)
     pending = git(a, "status", "--porcelain")
 
     error = raises_code(lambda: sync(a), "sync_remote_unsafe")
@@ -109,7 +92,7 @@ def test_hostile_commit_is_refused_before_anything_changes(shared, tmp_path, nam
     assert "--remote NAME" in error.message and "reset the remote branch" in error.message
     # Nothing committed, merged or checked out: the branch, the files and the pending changes.
     assert git(a, "rev-parse", "HEAD") == head
-    assert canonical(a) == files
+    assert canonical_files(a) == files
     assert git(a, "status", "--porcelain") == pending
     assert not (a / ".git" / "MERGE_HEAD").exists()
     assert not (tmp_path / "x.md").exists()
@@ -126,10 +109,10 @@ def test_a_forest_with_no_commit_never_checks_out_a_hostile_remote(shared, tmp_p
     hostile = push_hostile(tmp_path, remote, "..")
     c = tmp_path / "C"
     operations.init(c)
-    before = canonical(c)
+    before = canonical_files(c)
     error = raises_code(lambda: sync(c, init=str(remote)), "sync_remote_unsafe")
     assert error.details["commit"] == hostile
-    written = canonical(c)
+    written = canonical_files(c)
     # sync's own two files are set up before the fetch; nothing of the remote is checked out
     assert {rel: data for rel, data in written.items() if rel not in SYNC_FILES} == before
     assert subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=c).returncode != 0
@@ -264,17 +247,17 @@ def test_sync_and_maintain_carry_on_over_damaged_derived_state(synced_template, 
     note.write_text(note.read_text(encoding="utf-8") + "\nA line written by hand.\n",
                     encoding="utf-8")
     damage(forest / ".memory-forest" / piece, kind)
-    before = canonical(forest)
+    before = canonical_files(forest)
 
     synced = run_bounded("sync", forest)
     assert synced["ok"] is True and synced["pushed"] is True, synced
-    assert canonical(forest) == before
+    assert canonical_files(forest) == before
     rel = note.relative_to(forest).as_posix()
     assert git(remote, "show", f"HEAD:{rel}").endswith("A line written by hand.")
 
     maintained = run_bounded("maintain", forest)
     assert maintained.get("error", {}).get("code") != "internal_error", maintained
-    assert canonical(forest) == before
+    assert canonical_files(forest) == before
 
 
 def run_bounded(*args: str | Path) -> dict:

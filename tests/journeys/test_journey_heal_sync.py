@@ -19,15 +19,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from gitkit import canonical_files, git
 
 FACT = "The rain barrel overflow pipe points at the cellar window."
 QUESTION = "where does the rain barrel overflow pipe point?"
 
 
-@pytest.fixture(autouse=True)
-def _hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+pytestmark = pytest.mark.usefixtures("hermetic_git")
 
 
 def cli(host: str, *args: str | Path, stdin: str | None = None) -> tuple[int, dict]:
@@ -44,19 +42,6 @@ def ok(host: str, *args: str | Path, stdin: str | None = None) -> dict:
     code, answer = cli(host, *args, stdin=stdin)
     assert code == 0, answer
     return answer
-
-
-def git(cwd: Path, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", *args],
-                          cwd=cwd, input=stdin, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
-def files(root: Path) -> dict[str, bytes]:
-    """The forest's files outside .git and .memory-forest."""
-    return {path.relative_to(root).as_posix(): path.read_bytes() for path in root.rglob("*")
-            if path.is_file() and not path.relative_to(root).as_posix().startswith(
-                (".git/", ".memory-forest/"))}
 
 
 def test_a_hostile_push_and_a_stale_git_lock_heal(tmp_path: Path) -> None:
@@ -76,12 +61,12 @@ def test_a_hostile_push_and_a_stale_git_lock_heal(tmp_path: Path) -> None:
     hostile = git(b, "commit-tree", tree, "-p", "HEAD", "-m", "hostile")
     git(b, "push", "-q", "origin", f"{hostile}:refs/heads/{branch}")
 
-    head, before = git(a, "rev-parse", "HEAD"), files(a)
+    head, before = git(a, "rev-parse", "HEAD"), canonical_files(a)
     code, refused = cli("alpha", "sync", a)
     assert code == 1 and refused["error"]["code"] == "sync_remote_unsafe", refused
     assert refused["error"]["details"]["commit"] == hostile
     assert refused["error"]["details"]["paths"] == ["../escaped.md"]
-    assert git(a, "rev-parse", "HEAD") == head and files(a) == before
+    assert git(a, "rev-parse", "HEAD") == head and canonical_files(a) == before
     assert not (tmp_path / "escaped.md").exists()
 
     # A keeps working: a write, and the gate answers from it.

@@ -21,10 +21,7 @@ FACT = "The apricot tree by the north fence needs a copper spray before bud brea
 QUESTION = "what does the apricot tree need before bud break?"
 
 
-@pytest.fixture(autouse=True)
-def _hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+pytestmark = pytest.mark.usefixtures("hermetic_git")
 
 
 def on(host: str, *args: str | Path,
