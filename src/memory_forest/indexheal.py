@@ -33,6 +33,7 @@ from typing import Any
 
 from . import store
 from .errors import ForestError
+from .safety import open_regular
 from .statefiles import INDEX, index_path, state_rel
 
 SIBLINGS = ("-journal", "-wal", "-shm")
@@ -85,17 +86,12 @@ def ready(root: Path) -> None:
             raise unavailable(path, found)
     path = index_path(root)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return
+        fd = open_regular(path)
     except OSError:
         raise unavailable(path, _unusable(path)) from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    finally:
-        os.close(fd)
-    if not regular:
-        raise unavailable(path, _unusable(path))
+    if fd is None:
+        return
+    os.close(fd)
     if hot(root):
         roll_back(root)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
-import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from .digest import sha256_hex
 from .errors import ForestError
 from .forest import Forest
 from .lockline import DEFAULT_WAIT
+from .safety import open_regular, read_regular
 
 SAMPLE_SIZE = 8
 LOG_MAX_BYTES = 1024 * 1024
@@ -209,7 +209,6 @@ def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[st
     ``expected`` are the paths that should have rows: the documents not quarantined.
     """
     from . import index, store
-    from .safety import read_regular
 
     con = index.connect(root)
     with con:
@@ -247,15 +246,13 @@ def append_log(path: Path, summary: dict[str, Any]) -> None:
             os.replace(path, path.with_name(path.name + ".1"))
     except FileNotFoundError:
         pass
-    # Non-blocking, then fstat: a FIFO at the log's path would otherwise hold the run forever.
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-    try:
-        fd = os.open(path, flags, 0o600)
+    try:  # a FIFO at the log's path would otherwise hold the run forever
+        fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     except OSError as exc:
         raise _log_unwritable(type(exc).__name__) from None
+    if fd is None:  # even with O_CREAT: the log's folder is missing
+        raise _log_unwritable("FileNotFoundError")
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _log_unwritable("not_regular_file")
         os.fchmod(fd, 0o600)
         os.write(fd, line.encode("utf-8"))
     finally:

@@ -254,6 +254,32 @@ def read_caller_file(source: str, max_bytes: int, prefix: str, exit_code: int = 
     return data
 
 
+class NotRegular(OSError):
+    """Something other than a regular file stands where one belongs."""
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int | None:
+    """A descriptor on the regular file at ``path``; None when nothing is there.
+
+    The one way a state file (the index and its journal, the vectors, the
+    matrix cache, the run log) is opened: never through a symlink, and
+    non-blocking, since opening a FIFO would otherwise wait forever for its
+    other end; ``fstat`` then refuses anything but a regular file with
+    ``NotRegular``. Any other failure is the ``OSError`` itself.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except FileNotFoundError:
+        return None
+    try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(f"{path.name} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_nofollow(root: Path, rel: str, flags: int = os.O_RDONLY) -> int:
     """Open ``root/rel`` walking one component at a time with O_NOFOLLOW.
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from . import safety
 from .statefiles import state_dir, state_rel, vectors_path
 
 INVALID = "semantic_state_invalid"
@@ -75,20 +75,12 @@ def open_regular(path: Path) -> int:
 
 
 def _open(path: Path) -> int | None:
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None
+        return safety.open_regular(path)
+    except safety.NotRegular:
+        raise Invalid(f"{path.name} is not a regular file") from None
     except OSError as exc:  # a symlink (ELOOP), no permission, a socket ...
         raise Invalid(f"{path.name} cannot be opened ({exc.strerror})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Invalid(f"{path.name} is not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def vectors_present(root: Path) -> bool:
