@@ -298,12 +298,6 @@ def document_count(con: sqlite3.Connection) -> int:
     return con.execute("SELECT count(*) FROM docs").fetchone()[0]
 
 
-def matches_beyond(con: sqlite3.Connection, term: str, cutoff: int) -> bool:
-    """Whether more than ``cutoff`` documents hold a term; counting stops at the cut-off."""
-    sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
-    return con.execute(sql, (f'"{term}"', cutoff + 1)).fetchone()[0] > cutoff
-
-
 def database_file(con: sqlite3.Connection) -> str:
     """The file behind the connection's main database."""
     return con.execute("PRAGMA database_list").fetchone()[2]
