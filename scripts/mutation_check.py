@@ -204,9 +204,9 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_sync_unsafe_remote.py",),
     ),
     Breakage(
-        "a FIFO where the vectors file belongs is opened like a file", "semantic_state.py",
-        (("        if not stat.S_ISREG(os.fstat(fd).st_mode):\n",
-          "        if stat.S_ISDIR(os.fstat(fd).st_mode):\n"),),
+        "a FIFO where a state file belongs is opened like a file", "safety.py",
+        (("        if not S_ISREG(os.fstat(fd).st_mode):\n",
+          "        if S_ISDIR(os.fstat(fd).st_mode):\n"),),
         ("tests/test_damaged_semantic_state.py",),
     ),
     Breakage(
