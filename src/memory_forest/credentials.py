@@ -57,6 +57,12 @@ ASSIGNMENT = re.compile(
 )
 
 
+def findings(text: str) -> list[tuple[int, str]]:
+    """``(line number, rule)`` for every rule each line of ``text`` breaks."""
+    return [(number, rule) for number, line in enumerate(text.splitlines(), 1)
+            for rule in line_findings(line)]
+
+
 def line_findings(line: str) -> list[str]:
     """The rules ``line`` breaks: ``private_key``, a credential kind (``aws_access_key_id``,
     ``github_token``...) or ``secret_assignment``; each at most once."""
