@@ -199,15 +199,15 @@ def unlock(forest: Forest | str | Path, stale: bool = False) -> dict[str, Any]:
 
 
 def doctor(forest: Forest | str | Path, repair: bool = False, wait: float = DEFAULT_WAIT,
-           set_aside_journal: bool = False) -> dict[str, Any]:
+           set_aside_journal: bool = False, restore_journal: bool = False) -> dict[str, Any]:
     """Bounded diagnostics. Fails only when the root cannot be inspected at all.
 
     With ``repair`` (a writer: it takes the lock), a stale lock is removed
     first (``repair.unlocked``), an interrupted write is finished or rolled
     back (``writers.journal.recover``), then every directory and file under
     the root gets its private mode back (0700/0600). A journal that cannot be
-    recovered fails with ``journal_corrupt`` and what it still tells;
-    ``set_aside_journal`` then moves it aside, once the forest passes audit.
+    recovered fails with ``journal_corrupt``, what it still tells and the next
+    step: ``restore_journal`` or ``set_aside_journal`` (see ``journalrepair``).
     """
     from . import lock as locking
     from .errors import usage_error
@@ -216,11 +216,18 @@ def doctor(forest: Forest | str | Path, repair: bool = False, wait: float = DEFA
     if set_aside_journal and not repair:
         raise usage_error("set_aside_requires_repair",
                           "--set-aside-journal only works with --repair")
+    if restore_journal and not repair:
+        raise usage_error("restore_requires_repair",
+                          "--restore-journal only works with --repair")
+    if restore_journal and set_aside_journal:
+        raise usage_error("restore_or_set_aside", "choose one of --restore-journal (put the "
+                          "files back) and --set-aside-journal (keep them as they are)")
+    way_out = "restore" if restore_journal else "set_aside" if set_aside_journal else None
     with opened(forest) as forest:
-        return result("doctor", **_diagnose(forest, repair, wait, set_aside_journal))
+        return result("doctor", **_diagnose(forest, repair, wait, way_out))
 
 
-def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
+def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
               ) -> dict[str, Any]:
     import platform
     import sqlite3
@@ -233,7 +240,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, set_aside_journal: bool
     root = forest.root
     report: dict[str, Any] = {}
     if repair:
-        report["repair"] = _repair(forest, wait, set_aside_journal)
+        report["repair"] = _repair(forest, wait, way_out)
     report.update({
         "versions": {
             "memory_forest": __version__,
@@ -345,9 +352,9 @@ def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]
     return state
 
 
-def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, Any]:
+def _repair(forest: Forest, wait: float, way_out: str | None) -> dict[str, Any]:
+    from . import journalrepair, syncsafety
     from . import lock as locking
-    from . import syncsafety
     from .writers import journal
 
     root = forest.root
@@ -362,9 +369,10 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
         except ForestError as exc:
             if exc.code != "journal_corrupt":
                 raise
-            if not set_aside_journal:
-                raise _unrecoverable(root, exc) from None
-            recovered = _set_aside(root, exc)
+            if way_out is None:
+                raise journalrepair.unrecoverable(forest, exc) from None
+            recovered = journalrepair.restore(forest, exc) if way_out == "restore" \
+                else journalrepair.set_aside(root, exc)
         from . import index, statedebris
         from .modes import repair_modes
         from .semantic_state import heal
@@ -373,58 +381,6 @@ def _repair(forest: Forest, wait: float, set_aside_journal: bool) -> dict[str, A
         return {"unlocked": unlocked, "journal": recovered, "index": index.repair(forest),
                 "healed": heal(root), "git": syncsafety.repair(root),
                 "removed": statedebris.heal(root), **repair_modes(forest)}
-
-
-_SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"
-
-
-def _unrecoverable(root: Path, exc: ForestError) -> ForestError:
-    """``journal_corrupt`` with what the journal still tells, and the way out."""
-    from .writers import journal
-
-    return ForestError("journal_corrupt", "the write-ahead journal cannot be recovered "
-                       f"({exc.message.split(';')[0]}); check the files it names, then run "
-                       f"'{_SET_ASIDE_HINT}'",
-                       {**exc.details, "journal": journal.describe(root), "next": _SET_ASIDE_HINT})
-
-
-def _set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
-    """Move an unrecoverable journal aside, but only over a forest that audits clean.
-
-    Every canonical file is replaced by a rename, so none is ever half-written;
-    what a lost journal can leave is a transaction half-applied across files,
-    which shows as a parent or a link to a file that is not there. ``validate``
-    alone does not see those, ``audit`` does; so the forest must pass ``audit``
-    (mode problems aside: this repair fixes them next; and a broken ISTM chain
-    too, which no half-applied write leaves, as a write replaces a shard
-    whole, and which no edit can mend). Otherwise the journal stays, with its
-    images, and the operator fixes the files named first.
-    """
-    from . import index
-    from .audit import CHAIN_CODES
-    from .checks import check
-    from .quarantine import MODE_CODES
-    from .statefiles import JOURNAL, index_path, state_rel
-    from .writers import journal
-
-    described = journal.describe(root)
-    inside = state_rel(JOURNAL)  # the journal's own oddities are why it goes
-    problems = [issue for issue in check(root).issues
-                if issue.level == "error" and issue.code not in MODE_CODES | CHAIN_CODES
-                and issue.path != inside and not issue.path.startswith(inside + "/")]
-    if problems:
-        raise ForestError("journal_set_aside_refused", "the forest does not pass audit, so the "
-                          "journal was left in place; fix the files 'memory-forest audit ROOT' "
-                          "names (the journal's before-N files hold their old bytes), then "
-                          "run this again",
-                          {"errors": len(problems),
-                           "paths": sorted({issue.path for issue in problems})[:50],
-                           "journal": described})
-    where = journal.set_aside(root)
-    if index_path(root).exists():
-        index.build(root)  # the journal's files may be newer than their index rows
-    return {"action": "set_aside", "set_aside": where, "reason": exc.code,
-            "paths": described.get("paths", [])}
 
 
 def _journal_state(root: Path) -> dict[str, Any]:

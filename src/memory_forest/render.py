@@ -40,6 +40,11 @@ def _failure(error: dict[str, Any]) -> None:
     details = error.get("details")
     if isinstance(details, dict) and isinstance(details.get("journal"), dict):
         _journal_failure(details)
+    if isinstance(details, dict) and isinstance(details.get("damaged"), list):
+        for item in details["damaged"]:  # what a journal restore could not identify or verify
+            if isinstance(item, dict):
+                what, why = item.get("name") or item.get("path"), item.get("reason")
+                err.print(f"  cannot restore: {escape(str(what))} ({escape(str(why))})")
     issues = details.get("issues") if isinstance(details, dict) else None
     if not isinstance(issues, list):
         return
@@ -372,6 +377,9 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
     if repair:
         out.print(f"repair: journal {repair['journal']['action']}, "
                    f"{len(repair['modes'])} mode(s) restored")
+        for verb in ("restored", "removed"):
+            for path in repair["journal"].get(verb, []):
+                out.print(f"  {verb} {escape(path)}")
         if repair["journal"].get("set_aside"):
             out.print(f"  journal moved to {escape(repair['journal']['set_aside'])} "
                        "(kept, not deleted)")

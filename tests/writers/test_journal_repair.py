@@ -2,8 +2,8 @@
 
 A corrupt manifest stops every writer with ``journal_corrupt``; ``doctor``
 reports what the manifest still names; ``doctor --repair`` fails with the
-same code, that report and the next step; ``doctor --repair
---set-aside-journal`` moves the journal to ``journal.set-aside-<stamp>/``,
+same code, that report and the next step (``--restore-journal``, walked in
+test_double_fault.py); ``doctor --repair --set-aside-journal`` moves the journal to ``journal.set-aside-<stamp>/``,
 bytes intact, once the forest passes audit, and writers go on.
 """
 
@@ -78,12 +78,14 @@ def test_a_corrupt_journal_is_reported_set_aside_and_writers_go_on(forest):
     code, refused = cli("doctor", forest, "--repair")
     assert (code, refused["error"]["code"]) == (1, "journal_corrupt")
     assert refused["error"]["details"]["journal"]["paths"] == named
-    assert "--set-aside-journal" in refused["error"]["details"]["next"]
+    # The one way out named is the restore; setting aside (below) stays the manual one.
+    assert refused["error"]["details"]["next"] == \
+        "memory-forest doctor ROOT --repair --restore-journal"
     assert state(forest) == before and (forest / MANIFEST).read_bytes() == raw
     said = subprocess.run([sys.executable, "-m", "memory_forest", "doctor", str(forest),
                            "--repair"], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, COLUMNS="200", NO_COLOR="1"))
-    assert said.returncode == 1 and "--set-aside-journal" in said.stderr
+    assert said.returncode == 1 and "--restore-journal" in said.stderr
     for path in named:  # a person sees what the journal names, without --json
         assert f"the journal names: {path}" in said.stderr
 

@@ -46,7 +46,13 @@ OPERATIONS = (
                 Param("set_aside_journal", FLAG, "With --repair: when the journal cannot be "
                       "recovered, move it to .memory-forest/journal.set-aside-<UTC stamp>/ "
                       "(never deleted), if the forest passes audit.",
-                      flags=("--set-aside-journal",))),
+                      flags=("--set-aside-journal",)),
+                Param("restore_journal", FLAG, "With --repair: when the journal cannot be "
+                      "recovered (a torn manifest), put back every file it was changing from "
+                      "its before-files, move what the write created or left into the "
+                      "journal, and move the journal to "
+                      ".memory-forest/journal.set-aside-<UTC stamp>/ (never deleted).",
+                      flags=("--restore-journal",))),
         writes=True, render="doctor"),
     Operation(
         "index", "memory_forest.operations:index",

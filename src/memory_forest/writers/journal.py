@@ -5,6 +5,7 @@ the lock)::
 
     manifest.json   transaction id, operation, state, entries, created dirs,
                     and the receipt draft
+    entry-N.json    entry N on its own, never rewritten (see ``journal_torn``)
     before-N        the previous file of entry N (a hard link to it, or a copy)
     after-N         the new bytes of entry N, until they are renamed into place
 
@@ -12,10 +13,9 @@ A transaction is staged in ``journal-staging-<hex>/`` and renamed to
 ``journal/`` in one step, so a live journal always has its manifest.
 
 A journal recovery cannot trust (a manifest that is not valid JSON or lacks
-a field, an image it needs gone) stops with ``journal_corrupt``; ``salvage``
-describes what it still names, and ``set_aside`` moves it, bytes kept, to
-``journal.set-aside-<stamp>/`` once the operator's ``doctor --repair
---set-aside-journal`` has checked the forest.
+a field, an image it needs gone) stops with ``journal_corrupt``; the
+operator's ``doctor --repair --restore-journal`` puts the before-state back
+from the entry files and sets the journal aside (``journal_torn``).
 
 The rule recovery follows:
 
@@ -39,9 +39,7 @@ from a run that never changed a canonical byte.
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,7 +49,6 @@ from ..errors import ForestError
 from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..safety import (
-    DIR_MODE,
     fsync_dir,
     mkdir_private,
     read_regular,
@@ -60,7 +57,6 @@ from ..safety import (
 )
 from ..statefiles import (
     JOURNAL,
-    JOURNAL_SET_ASIDE_PREFIX,
     JOURNAL_STAGING_PREFIX,
     MANIFEST,
     STATE_DIR,
@@ -69,9 +65,17 @@ from ..statefiles import (
     state_rel,
 )
 from ..testhooks import crash_point
+from .journal_torn import (
+    MAX_MANIFEST_BYTES,
+    RESTORE_HINT,
+    entry_name,
+    entry_record,
+    inside,
+    salvage,
+    set_aside_names,
+)
 
 FORMAT = 1
-MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 
 # --- test hooks ------------------------------------------------------------------------------
 # crash_point(step) SIGKILLs the process or raises at a named step (see testhooks). The
@@ -118,8 +122,12 @@ def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, by
             if before is not None:
                 _keep_before(root / path, staging / f"before-{slot}", before)
             write_new_private(staging / f"after-{slot}", after)
-            entries.append({"path": path, "slot": slot, "after": _image(after),
-                            "before": None if before is None else _image(before)})
+            entry = {"path": path, "slot": slot, "after": _image(after),
+                     "before": None if before is None else _image(before)}
+            write_new_private(staging / entry_name(slot), entry_record(
+                transaction_id, operation, slot, len(changes), path, entry["before"],
+                entry["after"], new_dirs))
+            entries.append(entry)
         crash_point("staged")
         manifest = {"format": FORMAT, "transaction_id": transaction_id, "operation": operation,
                     "state": "prepared", "entries": entries, "dirs": new_dirs, "draft": draft}
@@ -243,7 +251,8 @@ def _current_sha(root: Path, rel: str, max_bytes: int) -> str | None:
 
 def _corrupt(path: str) -> ForestError:
     return ForestError("journal_corrupt", "the write-ahead journal is missing an image it "
-                       "needs; the forest was left as it is", {"path": path})
+                       f"needs; the forest was left as it is; run '{RESTORE_HINT}'",
+                       {"path": path, "next": RESTORE_HINT})
 
 
 # --- recovery ---------------------------------------------------------------------------------
@@ -262,9 +271,9 @@ def describe(root: Path) -> dict[str, Any]:
     """What ``doctor`` reports: no journal, debris, an interrupted or a corrupt transaction.
 
     A corrupt manifest is described, not raised: what it still tells (see
-    ``salvage``) is what the operator needs to decide on ``--set-aside-journal``.
+    ``salvage``) is what the operator checks before ``--restore-journal``.
     """
-    found = _set_aside_names(root)
+    found = set_aside_names(root)
     extra = {"set_aside": found} if found else {}
     if not pending(root):
         return {"state": "clear", **extra}
@@ -306,10 +315,6 @@ def _well_formed(manifest: dict[str, Any]) -> bool:
     def image(value: Any) -> bool:
         return isinstance(value, dict) and isinstance(value.get("sha256"), str)
 
-    def inside(rel: Any) -> bool:  # recovery renames onto these: never outside the root
-        return isinstance(rel, str) and all(part not in ("", ".", "..")
-                                            for part in rel.split("/"))
-
     entries = manifest.get("entries")
     return (isinstance(manifest.get("transaction_id"), str)
             and isinstance(manifest.get("operation"), str)
@@ -325,102 +330,9 @@ def _well_formed(manifest: dict[str, Any]) -> bool:
 
 
 def _unreadable(what: str) -> ForestError:
-    return ForestError("journal_corrupt", f"{what}; run 'memory-forest doctor ROOT --repair' "
-                       "to see what it names", {"path": state_rel(JOURNAL, MANIFEST)})
-
-
-# --- a corrupt journal --------------------------------------------------------------------------
-
-# A manifest's entries as they appear in the text ``dumps`` writes, found even when the
-# JSON around them is cut short or damaged.
-_NAMED_PATH = re.compile(r'"path":"((?:[^"\\]|\\.)*)"')
-# The receipt draft's "touched" list names each path with the sha256 of both its images.
-_NAMED_IMAGES = re.compile(r'"after_sha256":"([0-9a-f]{64})","before_sha256":'
-                           r'(?:"([0-9a-f]{64})"|null),"path":"((?:[^"\\]|\\.)*)"')
-# Keys are sorted, so the manifest's own operation, state and id come after the draft's:
-# the last match of each is the manifest's.
-_NAMED_FIELD = re.compile(r'"(transaction_id|operation|state)":"((?:[^"\\]|\\.)*)"')
-
-
-def salvage(root: Path) -> dict[str, Any]:
-    """What a journal that cannot be loaded still tells: the paths and ids its manifest
-    names (read as text, each string checked on its own) and the images staged beside it.
-
-    Nothing here is trusted to drive a recovery; it is shown so the operator can
-    check those files before setting the journal aside.
-    """
-    try:
-        raw = read_regular(root, state_rel(JOURNAL, MANIFEST), MAX_MANIFEST_BYTES)
-    except ForestError:
-        raw = b""
-    text = raw.decode("utf-8", "replace")
-    fields = {name: _string(value) for name, value in _NAMED_FIELD.findall(text)}
-    paths = sorted(set(filter(None, map(_string, _NAMED_PATH.findall(text)))))
-    images: dict[str, str | None] = {}
-    for after, before, path in _NAMED_IMAGES.findall(text):
-        images[after] = images[before or after] = _string(path)
-    return {"transaction_id": fields.get("transaction_id"), "operation": fields.get("operation"),
-            "phase": fields.get("state"), "paths": paths,
-            "staged": _staged(root, images)}
-
-
-def _string(literal: str) -> str | None:
-    try:
-        value = loads_strict(f'"{literal}"'.encode())
-    except StrictJSONError:
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _staged(root: Path, images: dict[str, str | None]) -> list[dict[str, Any]]:
-    """Each file in the journal; for an image, the path it is of when its sha256 says."""
-    try:
-        names = sorted(os.listdir(journal_dir(root)))
-    except OSError:
-        return []
-    staged = []
-    for name in names:
-        try:
-            data = read_regular(root, state_rel(JOURNAL, name), MAX_MANIFEST_BYTES)
-        except ForestError:
-            staged.append({"name": name, "size": None, "of": None})
-            continue
-        staged.append({"name": name, "size": len(data),
-                       "of": None if name == MANIFEST else images.get(sha256_hex(data))})
-    return staged
-
-
-def _set_aside_names(root: Path) -> list[str]:
-    try:
-        names = os.listdir(root / STATE_DIR)
-    except OSError:
-        return []
-    return sorted(state_rel(name) for name in names if name.startswith(JOURNAL_SET_ASIDE_PREFIX))
-
-
-def set_aside(root: Path) -> str:
-    """Move ``journal/`` to ``journal.set-aside-<UTC stamp>/`` (0700) and return where.
-
-    Never a delete: the manifest and every image keep their bytes, for the
-    operator to read or restore by hand. Staging debris is removed first (it
-    never held a canonical byte). Caller holds the lock and has checked the forest.
-    """
-    import time
-
-    state_dir = root / STATE_DIR
-    for name in os.listdir(state_dir):
-        if name.startswith(JOURNAL_STAGING_PREFIX):
-            shutil.rmtree(state_dir / name)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target, n = state_dir / f"{JOURNAL_SET_ASIDE_PREFIX}{stamp}", 1
-    while os.path.lexists(target):
-        n += 1
-        target = state_dir / f"{JOURNAL_SET_ASIDE_PREFIX}{stamp}-{n}"
-    os.rename(state_dir / JOURNAL, target)
-    if stat.S_ISDIR(os.lstat(target).st_mode):  # a symlink moved aside is never followed
-        os.chmod(target, DIR_MODE)
-    fsync_dir(state_dir)
-    return state_rel(target.name)
+    return ForestError("journal_corrupt", f"{what}; run '{RESTORE_HINT}' to put back the "
+                       "files it was changing", {"path": state_rel(JOURNAL, MANIFEST),
+                                                 "next": RESTORE_HINT})
 
 
 def recover(forest: Forest | Path) -> dict[str, Any] | None:
