@@ -3,8 +3,9 @@
 A corrupt manifest stops every writer with ``journal_corrupt``; ``doctor``
 reports what the manifest still names; ``doctor --repair`` fails with the
 same code, that report and the next step (``--restore-journal``, walked in
-test_double_fault.py); ``doctor --repair --set-aside-journal`` moves the journal to ``journal.set-aside-<stamp>/``,
-bytes intact, once the forest passes audit, and writers go on.
+test_double_fault.py); ``doctor --repair --set-aside-journal`` moves the
+journal to ``journal.set-aside-<stamp>/``, bytes intact, once the forest
+passes audit, and writers go on.
 """
 
 from __future__ import annotations
