@@ -81,7 +81,8 @@ FORMAT = 1
 # crash_point(step) SIGKILLs the process or raises at a named step (see testhooks). The
 # writers' steps: staged, journaled, writing, written, indexed, receipted, recovering;
 # writing:N and recovering:N follow the N-th file (writing is writing:1, recovering is
-# recovering:1), and replace:manifest.json is the middle of a manifest rewrite.
+# recovering:1), replace:manifest.json is the middle of a manifest rewrite, and
+# restoring:N follows the N-th file a restore put back (journal_torn).
 # ----------------------------------------------------------------------------------------------
 
 
