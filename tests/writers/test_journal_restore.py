@@ -128,3 +128,18 @@ def test_the_flag_needs_repair_and_is_one_way_out(example: Path):
     code, refused = cli("doctor", example, "--repair", "--restore-journal",
                         "--set-aside-journal")
     assert (code, refused["error"]["code"]) == (2, "restore_or_set_aside")
+
+
+def test_an_entry_file_of_another_transaction_is_named(example: Path):
+    manifest, raw = crash_remember(example)
+    (example / JOURNAL / "manifest.json").write_bytes(raw[:10])
+    entry = example / JOURNAL / "entry-1.json"
+    record = json.loads(entry.read_bytes())
+    entry.write_text(json.dumps({**record, "transaction_id": "tx-someone-else"}))
+    crashed = state(example)
+    code, refused = cli("doctor", example, "--repair", "--restore-journal")
+    assert (code, refused["error"]["code"]) == (1, "journal_restore_refused")
+    assert refused["error"]["details"]["damaged"] == [
+        {"name": "entry-1.json", "path": manifest["entries"][1]["path"],
+         "reason": "names another transaction"}]
+    assert state(example) == crashed

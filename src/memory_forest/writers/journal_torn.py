@@ -48,6 +48,7 @@ MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 _ENTRY_NAME = re.compile(r"entry-(0|[1-9][0-9]{0,8})\.json")
 _IMAGE_NAME = re.compile(r"(before|after)-(0|[1-9][0-9]{0,8})")
 _TXID = re.compile(TRANSACTION_ID)
+_MAX_ENTRIES = 1 << 20  # a count read back is checked before it bounds a loop
 RESTORE_HINT = "memory-forest doctor ROOT --repair --restore-journal"
 SET_ASIDE_HINT = "memory-forest doctor ROOT --repair --set-aside-journal"
 
@@ -174,6 +175,7 @@ def _entry_ok(record: Any, slot: int) -> bool:
 
     return (isinstance(record, dict) and record.get("format") == ENTRY_FORMAT
             and record.get("slot") == slot and isinstance(record.get("entries"), int)
+            and slot < record["entries"] <= _MAX_ENTRIES
             and isinstance(record.get("transaction_id"), str)
             and isinstance(record.get("operation"), str) and inside(record.get("path"))
             and image(record.get("after"))
@@ -251,6 +253,10 @@ def _from_entries(entries: dict[int, dict[str, Any]], damaged: list[dict[str, An
             damaged.append({"name": entry_name(slot), "path": None, "reason": "missing"})
     first = next(iter(entries.values()), {})
     plan = Plan(first.get("transaction_id"), first.get("operation"))
+    for slot, entry in sorted(entries.items()):  # one journal holds one transaction
+        if entry["transaction_id"] != plan.transaction_id:
+            damaged.append({"name": entry_name(slot), "path": entry["path"],
+                            "reason": "names another transaction"})
     plan.dirs = sorted({rel for entry in entries.values() for rel in entry["dirs"]},
                        key=lambda rel: (rel.count("/"), rel))
     records = [(slot, entry["path"], (entry["before"] or {}).get("sha256"),
