@@ -112,10 +112,17 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_io_errors.py",),
     ),
     Breakage(
-        "setting a corrupt journal aside deletes it", "writers/journal.py",
+        "setting a corrupt journal aside deletes it", "writers/journal_torn.py",
         (("    os.rename(state_dir / JOURNAL, target)\n",
           "    shutil.rmtree(state_dir / JOURNAL)\n    os.mkdir(target)\n"),),
         ("tests/writers/test_journal_repair.py",),
+    ),
+    Breakage(
+        "a journal restore deletes the files it takes out of the forest",
+        "writers/journal_torn.py",
+        (("            os.rename(target, folder / name)\n",
+          "            os.unlink(target)\n"),),
+        ("tests/journeys/test_double_fault.py",),
     ),
     Breakage(
         "redaction disabled", "writers/redact.py",
