@@ -354,7 +354,7 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
     for entry_id, daily, placement, how in filed:
         pointer = f"{daily}#{entry_id}"
         leaf = stm_path(placement.tree, placement.branch, placement.leaf)
-        text = entry_text(stage.text(daily) or "", entry_id)
+        text = redact_text(entry_text(stage.text(daily) or "", entry_id), redactions)
         block = f"Promoted from `{pointer}`:\n\n{neutralize(text)}"
         parents.add_to_leaf(stage, leaf, placement.title, block, {}, [pointer])
         entries.append({"entry_id": entry_id, "daily": daily, "leaf": leaf, "entry": how})
