@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from .decisions import cited_sources, is_decision
 from .digest import sha256_hex
 from .issues import WARNING, Issue
 from .jsonio import StrictJSONError, loads_strict
@@ -458,6 +459,7 @@ def _read_istm(facts: Facts, text: str, fragments: list[Fragment] | None = None)
     each event with an id to ``fragments``)."""
     path = facts.path
     searchable: list[str] = []
+    decided: list[str] = []
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -480,6 +482,10 @@ def _read_istm(facts: Facts, text: str, fragments: list[Fragment] | None = None)
             facts.issues.append(Issue(path, "istm_missing_key",
                                       f"line {number} lacks {', '.join(missing)}"))
         event_id = record.get("event_id")
+        if isinstance(event_id, str) and event_id and is_decision(record):
+            facts.event_ids.append(event_id)  # bookkeeping: cites, is never filed or searched
+            decided += _pointers(cited_sources(record))
+            continue
         payload = _flatten(record.get("payload"))
         if isinstance(event_id, str) and event_id:
             facts.event_ids.append(event_id)
@@ -490,6 +496,7 @@ def _read_istm(facts: Facts, text: str, fragments: list[Fragment] | None = None)
             facts.issues.append(Issue(path, "istm_bad_event_id",
                                       f"line {number}: event_id must be a non-empty string"))
         searchable.append(payload)
+    facts.sources = list(dict.fromkeys(decided))
     facts.title = _stem(path)
     return "\n".join(s for s in searchable if s)
 

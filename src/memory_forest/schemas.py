@@ -451,12 +451,17 @@ class FiledEntry(BaseModel):
                                               "promoted: an existing Daily entry.")
 
 
+DECISION = ("The ISTM event (path#event_id) that records the decision, so that sync carries "
+            "it and no machine proposes the sources again.")
+
+
 class ProposalAcceptResult(WriteResult):
     proposal_id: str
     status: Literal["accepted"]
     entries: list[FiledEntry]
     dispositions: list[dict[str, Any]]
     redactions: dict[str, int] = Field(description="Redacted credentials per rule.")
+    decision: str | None = Field(None, description=DECISION)
 
 
 class ProposalRejectResult(Result):
@@ -467,3 +472,4 @@ class ProposalRejectResult(Result):
     decided_at: str | None
     counts: ProposalCounts
     redactions: dict[str, int]
+    decision: str | None = Field(None, description=DECISION)

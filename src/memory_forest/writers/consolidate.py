@@ -3,8 +3,9 @@
 It reads the unfiled sources (``store.unfiled``: ISTM events no Daily entry
 or leaf cites, Daily entries no structured record cites), leaves out those any
 stored proposal already names (pending, accepted or rejected: a source is
-proposed once; a proposal refused as stale names nothing), and writes one
-proposal for at most ``limit`` of them:
+proposed once; a proposal refused as stale names nothing) and those a review
+decision of any machine names (``decisions``), and writes one proposal for at
+most ``limit`` of them:
 
 - each event gets a summary made from its own text, deterministically (the
   payload's text, shortened), and a placement (``placement.place``, appending
@@ -59,13 +60,15 @@ def consolidate(forest: Forest | str | Path, limit: int = DEFAULT_LIMIT,
 def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """Make and store one proposal; the caller holds the forest lock (``maintain`` does)."""
     from .. import store
+    from ..decisions import decided
     from .view import View
 
     root = forest.root
     known, problems = proposals.every(root)
-    # A stale proposal was refused on accept: its sources wait for a fresh one.
+    # A stale proposal was refused on accept: its sources wait for a fresh one. A decision
+    # any machine recorded (canonical, so it outlives this machine's proposals) is final.
     named = {pointer for proposal in known if proposal.status != "stale"
-             for pointer in proposals.pointers(proposal)}
+             for pointer in proposals.pointers(proposal)} | decided(forest.reader())
     reserved = {entry_id for proposal in known for entry_id in proposals.entry_ids(proposal)}
     waiting = [fragment for fragment in store.unfiled(forest.reader())
                if f"{fragment.path}#{fragment.anchor}" not in named]
