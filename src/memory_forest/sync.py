@@ -332,7 +332,8 @@ class _Sync:
     def _commit(self, changes: list[str]) -> dict[str, Any]:
         self.repo.run("add", "-A")
         message = commit_message(self.root, self.repo, len(changes))
-        self.repo.run("commit", "-q", "--no-verify", "-F", "-", stdin=message.encode())
+        signed = f"{message}\n\n{syncconflicts.host_trailer()}\n"
+        self.repo.run("commit", "-q", "--no-verify", "-F", "-", stdin=signed.encode())
         return {"commit": self.repo.rev("HEAD"), "files": len(changes),
                 "message": message.split("\n", 1)[0], "paths": changes[:MAX_LISTED]}
 
@@ -376,7 +377,8 @@ class _Sync:
                               "run 'memory-forest sync ROOT --init URL' with the remote's URL",
                               {"remote": self.remote, "branch": branch}, exit_code=2)
         message = f"memory-forest sync: merge {self.remote}/{branch}"
-        args = ["merge", "--no-edit", "--no-stat", "-q", "-m", message]
+        trailer = ["-m", syncconflicts.host_trailer()]  # whose versions the merge holds
+        args = ["merge", "--no-edit", "--no-stat", "-q", "-m", message, *trailer]
         done = repo.run(*args, *(["--allow-unrelated-histories"] if unrelated else []),
                         theirs, check=False)
         if done.returncode == 0:
@@ -395,7 +397,8 @@ class _Sync:
                               "folder); the merge was undone, nothing changed; make the two "
                               "sides agree on one machine, then sync again",
                               {"paths": refused[:MAX_LISTED]})
-        repo.run("commit", "-q", "--no-verify", "-m", message + " (conflicts kept both ways)")
+        repo.run("commit", "-q", "--no-verify", "-m", message + " (conflicts kept both ways)",
+                 *trailer)
         self.out["conflicts"] = kept
         return commits
 

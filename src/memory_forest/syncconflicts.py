@@ -6,6 +6,12 @@ original), a Daily entry changed two ways twice in its record, a file deleted
 on one side keeps the changed version, the config keeps ours. Only a path that
 cannot be kept both ways (a symlink, a file against a folder) is refused, and
 the caller undoes the merge.
+
+A copy (and a Daily conflict entry) holds the other side's version, so it is
+named after the machine that made that version: every commit ``sync`` makes
+carries a ``Memory-Forest-Host`` trailer, and the copy takes the trailer of
+the last commit on their side that changed the path (``their_host``), never
+the name of the machine that happens to run the merge.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from .gitrepo import Repo
 from .layers import LTM_SUFFIX
 
 REGULAR_MODES = frozenset({"100644", "100755"})
+HOST_TRAILER = "Memory-Forest-Host"
+UNKNOWN_HOST = "remote"  # their version's machine, when no commit says which it was
 DAILY_RECORD = re.compile(r"05 daily/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md")
 
 Stages = dict[int, tuple[str, str]]
@@ -50,10 +58,7 @@ def keep_both(repo: Repo, root: Path, paths: dict[str, Stages], their_ref: str,
     symlink or submodule on a side, a file against a folder); nothing is
     written unless there are none, and otherwise the caller undoes the merge.
     """
-    from .chain import this_host
-
-    host, stamp = this_host(), time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    tag = f"-conflict-{host}-{stamp}"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     refused = {path for path, stages in paths.items()
                if any(mode not in REGULAR_MODES for mode, _ in stages.values())}
     refused |= {path.rpartition("~")[0] or path for path, stages in paths.items()
@@ -76,6 +81,7 @@ def keep_both(repo: Repo, root: Path, paths: dict[str, Stages], their_ref: str,
             planned.append(({"path": path, "kind": "kept_ours", "theirs_blob":
                              stages[3][1]}, [(path, ours)]))
         else:
+            tag = f"-conflict-{their_host(repo, their_ref, path)}-{stamp}"
             planned.append(_both_changed(path, ours, theirs, tag))
     taken = [copy for _, writes in planned for copy, _ in writes[1:]]
     clashes = [copy for copy in taken if os.path.lexists(root / copy)]
@@ -84,6 +90,42 @@ def keep_both(repo: Repo, root: Path, paths: dict[str, Stages], their_ref: str,
     for report, writes in planned:
         _write_resolution(repo, root, report["path"], writes)
     return [report for report, _ in planned], []
+
+
+def host_trailer() -> str:
+    """The trailer of every commit sync makes: the machine whose versions it holds."""
+    from .chain import this_host
+
+    return f"{HOST_TRAILER}: {this_host()}"
+
+
+def their_host(repo: Repo, their_ref: str, path: str) -> str:
+    """The machine whose version of ``path`` ``their_ref`` holds, as a file-name segment.
+
+    The host trailer of the last commit there that changed the path; a commit
+    sync did not make has none, so its author's name stands in; ``remote``
+    when neither gives a usable name. Whatever the other side wrote there is
+    reduced to ``[a-z0-9-]`` and never kept if it looks like a credential.
+    """
+    done = repo.run("log", "-1", f"--format=%(trailers:key={HOST_TRAILER},valueonly)%x1f%an",
+                    their_ref, "--", path, check=False)
+    trailers, _, author = done.stdout.decode("utf-8", "replace").partition("\x1f")
+    named = next((line for line in trailers.splitlines() if line.strip()), "")
+    for raw in (named, author.strip()):
+        segment = _segment(raw)
+        if segment is not None:
+            return segment
+    return UNKNOWN_HOST
+
+
+def _segment(raw: str) -> str | None:
+    from .chain import HOST_FALLBACK, host_segment
+    from .writers.redact import find_secret
+
+    segment = host_segment(raw)
+    if segment == HOST_FALLBACK and raw.strip().lower() != HOST_FALLBACK:
+        return None  # nothing of the name survived
+    return None if find_secret(segment) else segment
 
 
 def _moved_aside(repo: Repo, path: str, stages: Stages, their_ref: str) -> bool:
