@@ -21,6 +21,7 @@ from writerkit import assert_whole
 from memory_forest import operations
 from memory_forest.writers import proposals
 from memory_forest.writers.consolidate import consolidate, unmarked
+from memory_forest.writers.redact import find_secret
 
 # Built at run time, so this file holds no credential-shaped literal of its own.
 GITHUB = "ghp" + "_" + "zq8yt3nvbK2mW7pLx4RcT9hJdF6sQe1AuY0o"
@@ -137,3 +138,25 @@ def test_markers_are_dropped_from_the_words_of_a_name():
     assert unmarked("[REDACTED:github_token] deploy  token [REDACTED:assignment]") == \
         "deploy token"
     assert unmarked("[REDACTED:aws_access_key]") == ""
+
+
+def test_names_never_read_as_a_credential_once_the_markers_are_gone(example):
+    """Dropping a marker joins the words around it: "my password is [REDACTED] ok" would
+    name a leaf "my password is ok", which itself reads as a password. Such a name falls
+    back to a plain one."""
+    secret = "hunter" + "2"
+    path = example / SHARD
+    path.write_text(json.dumps({"event_id": "ev-prose", "observed_at": "2026-12-02T07:00:00Z",
+                                "captured_at": "2026-12-02T07:00:01Z", "source": "other-tool",
+                                "kind": "note",
+                                "payload": {"text": f"my password is {secret} ok"}}) + "\n",
+                    encoding="utf-8")
+    os.chmod(path, 0o600)
+    operations.index(example)
+    proposal = consolidate(example)["proposal"]
+    [entry] = [entry for day in proposal["days"] for entry in day["entries"]
+               if entry["sources"][0]["pointer"] == f"{SHARD}#ev-prose"]
+    placement = entry["placement"]
+    assert secret not in json.dumps(proposal)
+    for name in (entry["entry_id"], placement["leaf"], placement["title"]):
+        assert find_secret(name) is None, name
