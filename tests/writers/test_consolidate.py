@@ -535,3 +535,29 @@ def test_decisions_outlive_the_derived_state(example):
     assert proposed == {waiting} and again["promotions"] == []
     assert refused in unfiled(example) and kept not in unfiled(example)
     assert_whole(example)
+
+
+@pytest.mark.parametrize("step", [*STEPS, "proposal_mark"])
+def test_a_killed_reject_is_recovered_and_the_decision_written_once(example, step):
+    """A reject is a write like any other: killed anywhere, it is undone or finished, and a
+    retry leaves exactly one decision; killed after its commit, the proposal already reads
+    as rejected, and no later consolidate proposes its sources."""
+    pointer = capture(example, BOILER, "boiler-1")
+    proposal_id = consolidate(example)["proposal"]["proposal_id"]
+    crash = f"replace:{proposal_id}.json" if step == "proposal_mark" else step
+    killed = cli("proposals", "reject", example, proposal_id, "--reason", "no", crash=crash)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    if step != "proposal_mark":
+        operations.doctor(example, repair=True)
+    if step not in ROLLED_BACK:
+        listed = proposals.list_proposals(example)["proposals"]
+        assert [row["status"] for row in listed] == ["rejected"]
+    assert_whole(example)
+    retry = cli("proposals", "reject", example, proposal_id, "--reason", "no")
+    assert retry.returncode == 0, retry.stdout + retry.stderr
+    assert json.loads(retry.stdout)["already_rejected"] is (step not in ROLLED_BACK)
+    assert proposals.load(example, proposal_id).status == "rejected"
+    decisions = [record for record in istm_records(example)
+                 if record["kind"] == "proposal_decision"]
+    assert [record["event_id"] for record in decisions] == [f"rejected-{proposal_id}"]
+    assert consolidate(example)["proposal"] is None and pointer in unfiled(example)
