@@ -144,7 +144,7 @@ def rejected(outcome: dict[str, Any]) -> None:
     out.print(f"rejected proposal {escape(outcome['proposal_id'])}{again}: its "
                f"{outcome['counts']['sources']} source(s) will not be proposed again")
     if outcome.get("decision"):
-        out.print(f"  decision recorded in {escape(outcome['decision'])} (sync carries it)")
+        out.print(f"  decision recorded in {escape(outcome['decision'])}")
 
 
 def sync(outcome: dict[str, Any]) -> None:
