@@ -42,7 +42,7 @@ SUMMARY_CHARS = 240
 _SLUG_WORDS = 3
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[^\]\s]*\]")
+_MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[^\]\s]*\]?")  # a shortened one too
 FALLBACK_TITLE = "Note"  # a name when the words of the source would carry a credential
 
 

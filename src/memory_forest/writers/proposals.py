@@ -3,13 +3,17 @@
 A proposal (``consolidate`` makes it) is a ``plans.Proposal`` document kept
 privately in ``.memory-forest/proposals/<proposal_id>.json``. It is derived
 state, not memory: accepting it is what writes canonical files, through the
-one transaction engine, and only its status changes afterwards.
+one transaction engine, and only its status changes afterwards. The decision
+on it is memory: accept and reject each append a ``decisions`` event to this
+machine's ISTM shard in their transaction, so it travels with the forest and
+outlives the proposal file.
 
 Every proposal, whatever its status, keeps its sources out of later
 proposals: that is the processed state ("proposed once"). Its status is the
-file's, with one correction: a pending proposal whose transaction has a
-receipt was accepted, and only the mark was lost (a crash between the commit
-and the rewrite of this file); the next ``accept`` writes the mark.
+file's, with one correction: a pending proposal whose accept or reject
+transaction has a receipt was decided, and only the mark was lost (a crash
+between the commit and the rewrite of this file); the next ``accept`` or
+``reject`` writes the mark.
 
 Accept re-checks, under the lock and before staging anything, that every
 source is still what the proposal saw (``proposal_stale`` otherwise), then
