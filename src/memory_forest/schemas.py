@@ -403,7 +403,9 @@ class ProposalCounts(BaseModel):
 class SkippedSource(BaseModel):
     pointer: str = Field(description="'<path>#<anchor>' of a source left out of the proposal.")
     reason: str = Field(description="Why: missing (not in its file any more), not_plain_text, "
-                        "or the code of the problem that placing or reading it met.")
+                        "secret_in_name (its pointer looks like a credential; shown "
+                        "redacted), or the code of the problem that placing or reading it "
+                        "met.")
 
 
 class ConsolidateResult(Result):
