@@ -429,6 +429,7 @@ def test_a_copy_is_named_after_the_machine_whose_version_it_holds(example_pair,
     ("edited by hand\n", "Zoë Example", "zo-example"),  # no trailer: the author's name
     ("edited by hand\n", "日本語", "remote"),  # nothing of the name fits a file name
     ("edited by hand\n\nMemory-Forest-Host: ~~~\n", "---", "remote"),
+    ("edited by hand\n", "memory-forest", "remote"),  # the identity sync falls back to
 ])
 def test_a_copy_of_a_commit_sync_did_not_make_gets_a_safe_honest_name(
         example_pair, monkeypatch, message, author, host) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ForestError
-from .gitrepo import Repo
+from .gitrepo import FALLBACK_NAME, Repo
 from .layers import LTM_SUFFIX
 
 REGULAR_MODES = frozenset({"100644", "100755"})
@@ -103,15 +103,17 @@ def their_host(repo: Repo, their_ref: str, path: str) -> str:
     """The machine whose version of ``path`` ``their_ref`` holds, as a file-name segment.
 
     The host trailer of the last commit there that changed the path; a commit
-    sync did not make has none, so its author's name stands in; ``remote``
-    when neither gives a usable name. Whatever the other side wrote there is
+    sync did not make has none, so its author's name stands in, unless it is
+    the name sync commits under when git has none (it names no machine);
+    ``remote`` when neither gives a usable name. Whatever the other side wrote there is
     reduced to ``[a-z0-9-]`` and never kept if it looks like a credential.
     """
     done = repo.run("log", "-1", f"--format=%(trailers:key={HOST_TRAILER},valueonly)%x1f%an",
                     their_ref, "--", path, check=False)
     trailers, _, author = done.stdout.decode("utf-8", "replace").partition("\x1f")
     named = next((line for line in trailers.splitlines() if line.strip()), "")
-    for raw in (named, author.strip()):
+    author = author.strip()
+    for raw in (named, "" if author == FALLBACK_NAME else author):
         segment = _segment(raw)
         if segment is not None:
             return segment
