@@ -105,8 +105,9 @@ def their_host(repo: Repo, their_ref: str, path: str) -> str:
     The host trailer of the last commit there that changed the path; a commit
     sync did not make has none, so its author's name stands in, unless it is
     the name sync commits under when git has none (it names no machine);
-    ``remote`` when neither gives a usable name. Whatever the other side wrote there is
-    reduced to ``[a-z0-9-]`` and never kept if it looks like a credential.
+    ``remote`` when neither gives a usable name. Whatever the other side wrote
+    there is reduced to ``[a-z0-9-]`` and never kept if it looks like a
+    credential.
     """
     done = repo.run("log", "-1", f"--format=%(trailers:key={HOST_TRAILER},valueonly)%x1f%an",
                     their_ref, "--", path, check=False)
