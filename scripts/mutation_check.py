@@ -239,6 +239,25 @@ BREAKAGES: tuple[Breakage, ...] = (
           "    if True:\n"),),
         ("tests/test_gate.py",),
     ),
+    Breakage(
+        "consolidate proposes again a source another machine decided on",
+        "writers/consolidate.py",
+        (("             for pointer in proposals.pointers(proposal)} | decided(forest.reader())\n",
+          "             for pointer in proposals.pointers(proposal)}\n"),),
+        ("tests/journeys/test_review_travels.py",),
+    ),
+    Breakage(
+        "consolidate names a leaf from an event's unredacted text", "writers/consolidate.py",
+        (("        text = self._redacted(event_text(record))\n",
+          "        text = event_text(record)\n"),),
+        ("tests/writers/test_consolidate_names.py",),
+    ),
+    Breakage(
+        "a conflict copy is named after the machine that merges", "syncconflicts.py",
+        (('            tag = f"-conflict-{their_host(repo, their_ref, path)}-{stamp}"\n',
+          '            tag = f"-conflict-{host_trailer()[20:]}-{stamp}"\n'),),
+        ("tests/test_sync_conflicts.py",),
+    ),
 )
 
 

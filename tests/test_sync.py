@@ -238,8 +238,8 @@ def test_a_leaf_changed_on_both_sides_keeps_both_versions(pair, monkeypatch) -> 
     ((found),) = merged["conflicts"]
     assert found["path"] == leaf
     copy = found["copy"]
-    assert copy.startswith("04 stm/inbox/inbox/pump-valve-conflict-alpha-") and \
-        copy.endswith(".md")
+    assert copy.startswith("04 stm/inbox/inbox/pump-valve-conflict-beta-") and \
+        copy.endswith(".md")  # the copy holds B's version
     assert (a / leaf).read_bytes() == ours
     text = (a / copy).read_text()
     assert "painted green" in text and f'conflict_of: "{leaf}"' in text

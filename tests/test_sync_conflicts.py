@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ from tests.conftest import raises_code, run_cli
 from tests.forestkit import write_file
 from tests.test_sync import _hermetic_git, audit_errors, canonical, event, git, machine  # noqa: F401
 
-TAG = r"-conflict-alpha-[0-9]{8}T[0-9]{6}Z"
+TAG = r"-conflict-beta-[0-9]{8}T[0-9]{6}Z"  # A merges; the copies hold B's versions
 
 
 @pytest.fixture
@@ -97,7 +98,7 @@ def test_a_record_changed_on_both_sides_gets_a_copy_beside_it(example_pair, monk
     copy = found["copy"]
     assert found == {"path": rel, "kind": "copy", "copy": copy}
     folder, _, name = rel.rpartition("/")
-    assert copy.startswith(folder + "/" + name[:-3] + "-conflict-alpha-"), copy
+    assert re.fullmatch(re.escape(folder + "/" + name[:-3]) + TAG + r"\.md", copy), copy
     assert parse_route(copy).layer == parse_route(rel).layer
     for root in (a, b):
         assert "ALPHA-VERSION" in (root / rel).read_text()
@@ -130,7 +131,7 @@ def test_one_daily_entry_changed_two_ways_keeps_both_entries(example_pair, monke
     ((found),) = merged["conflicts"]
     assert found["path"] == day and found["kind"] == "entries"
     ((copy),) = found["entries"]
-    assert copy.startswith(entry + "-conflict-alpha-")
+    assert re.fullmatch(re.escape(entry) + TAG, copy), copy
     for root in (a, b):
         now = (root / day).read_text()
         assert now.count(f"## {entry}\n") == 1 and now.count(f"## {copy}\n") == 1
@@ -203,7 +204,7 @@ def test_a_file_outside_the_layers_gets_a_copy_too(example_pair, monkeypatch) ->
     machine(monkeypatch, "alpha")
     merged = sync(a)
     ((found),) = merged["conflicts"]
-    assert found["kind"] == "copy" and found["copy"].startswith("notes-conflict-alpha-")
+    assert found["kind"] == "copy" and found["copy"].startswith("notes-conflict-beta-")
     assert found["copy"].endswith(".txt")
     assert (a / "notes.txt").read_bytes() == b"alpha's notes\n"
     assert (a / found["copy"]).read_bytes() == b"beta's notes\n"
@@ -311,6 +312,7 @@ def test_two_forests_created_apart_join_through_one_remote(tmp_path: Path,
     assert pulled["ok"] and pulled["pulled"]["commits"] > 0, pulled
     assert canonical(a) == canonical(b)
     copy = kinds[leaf]["copy"]
+    assert copy.startswith("04 stm/inbox/inbox/pump-valve-conflict-alpha-")  # A's version
     for root in (a, b):
         no_markers(root)
         assert operations.validate(root)["ok"], operations.validate(root)["issues"]
@@ -383,4 +385,65 @@ def test_the_cli_says_what_it_kept_both_ways(example_pair, monkeypatch) -> None:
     assert len(lines) == 2, done.stdout
     assert f"conflict {day}: theirs kept as d-20261128-drip-conflict-" in lines[1]
     assert f"conflict {leaf}: ours kept; theirs is {leaf[:-3]}-conflict-" in lines[0]
+    clean(a)
+
+
+# --- whose version a copy holds -------------------------------------------------------------
+
+KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
+STAMP = r"-[0-9]{8}T[0-9]{6}Z"
+
+
+def test_a_copy_is_named_after_the_machine_whose_version_it_holds(example_pair,
+                                                                  monkeypatch) -> None:
+    """A pushes first, B merges: B's own edit stays in place and the copy beside it, A's
+    version, is named after A on both machines (not after B, which ran the merge)."""
+    _, a, b = example_pair
+    for root, side in ((a, "ALPHA"), (b, "BETA")):
+        edit(root, KIMCHI, "\n# ", f"\n{side}-VERSION\n\n# ")
+    machine(monkeypatch, "alpha")
+    assert sync(a)["pushed"]
+    machine(monkeypatch, "beta")
+    merged = sync(b)
+    ((found),) = merged["conflicts"]
+    copy = found["copy"]
+    assert re.fullmatch(re.escape(KIMCHI[:-3]) + "-conflict-alpha" + STAMP + r"\.md", copy)
+    assert "ALPHA-VERSION" in (b / copy).read_text()
+    assert "BETA-VERSION" in (b / KIMCHI).read_text()
+    machine(monkeypatch, "alpha")
+    assert sync(a)["ok"]
+    assert (a / copy).read_bytes() == (b / copy).read_bytes()
+    assert operations.status(a)["conflict_copies"] == [copy]
+    # Every commit sync made says on which machine: the merge, B's.
+    hosts = git(a, "log", "--format=%(trailers:key=Memory-Forest-Host,valueonly,separator=,)")
+    assert set(hosts.splitlines()) == {"alpha", "beta"}
+    assert git(b, "log", "-1", "--merges",
+               "--format=%(trailers:key=Memory-Forest-Host,valueonly,separator=,)") == "beta"
+    clean(a)
+    clean(b)
+
+
+@pytest.mark.parametrize(("message", "author", "host"), [
+    ("edited by hand\n\nMemory-Forest-Host: ../Ana's MacBook.local\n", "Ana",
+     "ana-s-macbook-local"),
+    ("edited by hand\n", "Zoë Example", "zo-example"),  # no trailer: the author's name
+    ("edited by hand\n", "日本語", "remote"),  # nothing of the name fits a file name
+    ("edited by hand\n\nMemory-Forest-Host: ~~~\n", "---", "remote"),
+    ("edited by hand\n", "memory-forest", "remote"),  # the identity sync falls back to
+])
+def test_a_copy_of_a_commit_sync_did_not_make_gets_a_safe_honest_name(
+        example_pair, monkeypatch, message, author, host) -> None:
+    remote, a, b = example_pair
+    for root, side in ((a, "ALPHA"), (b, "BETA")):
+        edit(root, KIMCHI, "\n# ", f"\n{side}-VERSION\n\n# ")
+    branch = git(b, "symbolic-ref", "--short", "HEAD")
+    git(b, "-c", f"user.name={author}", "-c", "user.email=editor@example.invalid",
+        "commit", "-q", "-a", "-m", message)
+    git(b, "push", "-q", "origin", f"HEAD:{branch}")
+    machine(monkeypatch, "alpha")
+    merged = sync(a)
+    ((found),) = merged["conflicts"]
+    assert re.fullmatch(re.escape(KIMCHI[:-3]) + f"-conflict-{host}" + STAMP + r"\.md",
+                        found["copy"]), found["copy"]
+    assert "BETA-VERSION" in (a / found["copy"]).read_text()
     clean(a)

@@ -16,8 +16,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from .digest import sha256_hex
-from .issues import WARNING, Issue
-from .jsonio import StrictJSONError, loads_strict
+from .issues import Issue
 from .routes import Route
 from .safe_yaml import FrontmatterError, load_yaml
 from .stamps import utc_stamp
@@ -113,18 +112,20 @@ def read_document(route: Route, raw: bytes, mtime_ns: int,
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         facts.issues.append(Issue(route.path, "not_utf8", "file is not valid UTF-8"))
-        facts.title = _stem(route.path)
+        facts.title = stem(route.path)
         # Such a file is left out of the index, but a query whose words it holds must say
         # so: its readable words are what it is searched by, never what is shown.
         return facts, raw.decode("utf-8", "replace").replace("\x00", " "), []
     fragments: list[Fragment] = []
     if route.layer.key == "istm":
-        return facts, _read_istm(facts, text, fragments), fragments
+        from .istmfacts import read_istm  # here: it reads into this module's Facts
+
+        return facts, read_istm(facts, text, fragments), fragments
     searchable = _read_markdown(facts, text, max_links, fragments)
     return facts, searchable, fragments
 
 
-def _stem(path: str) -> str:
+def stem(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     return name.rsplit(".", 1)[0]
 
@@ -184,7 +185,7 @@ def _read_markdown(facts: Facts, text: str, max_links: int,
         links = links[:max_links]
     facts.links = links
     facts.anchors = anchors
-    facts.sources = _pointers(meta.get("sources"))
+    facts.sources = pointers(meta.get("sources"))
     if facts.path.startswith("05 daily/"):
         facts.sources += [pointer for pointer in _daily_sources(body)
                           if pointer not in facts.sources]
@@ -192,7 +193,7 @@ def _read_markdown(facts: Facts, text: str, max_links: int,
             fragments.extend(_daily_entries(path, body, anchors))
     title = meta.get("title")
     facts.title = (title.strip() if isinstance(title, str) and title.strip() else None) or \
-        heading or _stem(path)
+        heading or stem(path)
     return f"{facts.title}\n{body}"
 
 
@@ -234,7 +235,7 @@ def _check_frontmatter(facts: Facts, meta: dict[str, Any]) -> None:
                                None)
 
 
-def _pointers(value: Any) -> list[str]:
+def pointers(value: Any) -> list[str]:
     """The canonical pointers among frontmatter ``sources``: strings that start with a layer
     directory (``06 istm/2026-12-01.jsonl#evt-...``); anything else is free text."""
     items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
@@ -448,57 +449,3 @@ def _parse_links(text: str, line: int) -> list[Link]:
         at = line + text.count("\n", 0, match.start())
         links.append(Link(target, at, heading.strip() or None, alias.strip() or None))
     return links
-
-
-# --- ISTM -----------------------------------------------------------------------------------
-
-
-def _read_istm(facts: Facts, text: str, fragments: list[Fragment] | None = None) -> str:
-    """Check every line of an ISTM shard; return searchable text of the payloads (and add
-    each event with an id to ``fragments``)."""
-    path = facts.path
-    searchable: list[str] = []
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            facts.issues.append(Issue(path, "istm_blank_line", f"line {number} is blank", WARNING))
-            continue
-        try:
-            record = loads_strict(line)
-        except StrictJSONError as exc:
-            code = {"duplicate_key": "istm_duplicate_key", "non_finite": "istm_non_finite"}.get(
-                exc.kind, "istm_invalid_json")
-            facts.issues.append(Issue(path, code, f"line {number}: {exc}"))
-            continue
-        if not isinstance(record, dict):
-            facts.issues.append(Issue(path, "istm_not_object", f"line {number} is not an object"))
-            continue
-        missing = [key for key in ISTM_REQUIRED if key not in record]
-        if missing:
-            facts.issues.append(Issue(path, "istm_missing_key",
-                                      f"line {number} lacks {', '.join(missing)}"))
-        event_id = record.get("event_id")
-        payload = _flatten(record.get("payload"))
-        if isinstance(event_id, str) and event_id:
-            facts.event_ids.append(event_id)
-            if fragments is not None:
-                fragments.append(Fragment("event", event_id,
-                                          utc_stamp(record.get("observed_at")), payload))
-        elif "event_id" in record:
-            facts.issues.append(Issue(path, "istm_bad_event_id",
-                                      f"line {number}: event_id must be a non-empty string"))
-        searchable.append(payload)
-    facts.title = _stem(path)
-    return "\n".join(s for s in searchable if s)
-
-
-def _flatten(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return " ".join(_flatten(v) for v in value.values())
-    if isinstance(value, list):
-        return " ".join(_flatten(v) for v in value)
-    return ""

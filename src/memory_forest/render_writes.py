@@ -143,6 +143,8 @@ def rejected(outcome: dict[str, Any]) -> None:
     again = " (it already was; nothing changed)" if outcome["already_rejected"] else ""
     out.print(f"rejected proposal {escape(outcome['proposal_id'])}{again}: its "
                f"{outcome['counts']['sources']} source(s) will not be proposed again")
+    if outcome.get("decision"):
+        out.print(f"  decision recorded in {escape(outcome['decision'])}")
 
 
 def sync(outcome: dict[str, Any]) -> None:

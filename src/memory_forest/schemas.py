@@ -403,7 +403,9 @@ class ProposalCounts(BaseModel):
 class SkippedSource(BaseModel):
     pointer: str = Field(description="'<path>#<anchor>' of a source left out of the proposal.")
     reason: str = Field(description="Why: missing (not in its file any more), not_plain_text, "
-                        "or the code of the problem that placing or reading it met.")
+                        "secret_in_name (its pointer looks like a credential; shown "
+                        "redacted), or the code of the problem that placing or reading it "
+                        "met.")
 
 
 class ConsolidateResult(Result):
@@ -451,12 +453,17 @@ class FiledEntry(BaseModel):
                                               "promoted: an existing Daily entry.")
 
 
+DECISION = ("The ISTM event (path#event_id) that records the decision, so that sync carries "
+            "it and no machine proposes the sources again.")
+
+
 class ProposalAcceptResult(WriteResult):
     proposal_id: str
     status: Literal["accepted"]
     entries: list[FiledEntry]
     dispositions: list[dict[str, Any]]
     redactions: dict[str, int] = Field(description="Redacted credentials per rule.")
+    decision: str | None = Field(None, description=DECISION)
 
 
 class ProposalRejectResult(Result):
@@ -467,3 +474,4 @@ class ProposalRejectResult(Result):
     decided_at: str | None
     counts: ProposalCounts
     redactions: dict[str, int]
+    decision: str | None = Field(None, description=DECISION)

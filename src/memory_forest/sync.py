@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import sqlite3
 import stat
@@ -37,11 +36,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import syncconflicts
 from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest
 from .gitrepo import Repo
-from .layers import LTM_SUFFIX
 from .lockline import DEFAULT_WAIT
 from .statefiles import CONFIG, state_rel
 from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
@@ -53,8 +52,6 @@ SYNC_FILES = (".gitignore", ".gitattributes")
 # Both sides changed one of these: ours is kept, theirs reported (config, not memory).
 CONFIG_PATHS = frozenset({*SYNC_FILES, state_rel(CONFIG)})
 # What git stores as a plain file (a symlink is 120000, a submodule 160000).
-REGULAR_MODES = frozenset({"100644", "100755"})
-DAILY_RECORD = re.compile(r"05 daily/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md")
 MAX_SCAN_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 200
 
@@ -335,7 +332,8 @@ class _Sync:
     def _commit(self, changes: list[str]) -> dict[str, Any]:
         self.repo.run("add", "-A")
         message = commit_message(self.root, self.repo, len(changes))
-        self.repo.run("commit", "-q", "--no-verify", "-F", "-", stdin=message.encode())
+        signed = f"{message}\n\n{syncconflicts.host_trailer()}\n"
+        self.repo.run("commit", "-q", "--no-verify", "-F", "-", stdin=signed.encode())
         return {"commit": self.repo.rev("HEAD"), "files": len(changes),
                 "message": message.split("\n", 1)[0], "paths": changes[:MAX_LISTED]}
 
@@ -361,7 +359,7 @@ class _Sync:
     def _merge(self, branch: str, join: bool) -> int:
         """Merge the remote branch; the number of commits it brought.
 
-        What git cannot merge is kept both ways (``_keep_both``) and the
+        What git cannot merge is kept both ways (``syncconflicts.keep_both``) and the
         merge is concluded; only a path that cannot be kept both ways undoes it.
         Histories with no common commit are merged only when ``join`` (two
         forests created apart, on purpose), never by accident.
@@ -379,13 +377,15 @@ class _Sync:
                               "run 'memory-forest sync ROOT --init URL' with the remote's URL",
                               {"remote": self.remote, "branch": branch}, exit_code=2)
         message = f"memory-forest sync: merge {self.remote}/{branch}"
-        args = ["merge", "--no-edit", "--no-stat", "-q", "-m", message]
+        trailer = ["-m", syncconflicts.host_trailer()]  # whose versions the merge holds
+        args = ["merge", "--no-edit", "--no-stat", "-q", "-m", message, *trailer]
         done = repo.run(*args, *(["--allow-unrelated-histories"] if unrelated else []),
                         theirs, check=False)
         if done.returncode == 0:
             return commits
-        unmerged = self._unmerged()
-        kept, refused = self._keep_both(unmerged, theirs) if unmerged else ([], [])
+        unmerged = syncconflicts.unmerged(repo)
+        kept, refused = syncconflicts.keep_both(repo, self.root, unmerged, theirs,
+                                                CONFIG_PATHS) if unmerged else ([], [])
         if refused or not unmerged:
             repo.run("merge", "--abort", check=False)
             if not unmerged:
@@ -397,124 +397,13 @@ class _Sync:
                               "folder); the merge was undone, nothing changed; make the two "
                               "sides agree on one machine, then sync again",
                               {"paths": refused[:MAX_LISTED]})
-        repo.run("commit", "-q", "--no-verify", "-m", message + " (conflicts kept both ways)")
+        repo.run("commit", "-q", "--no-verify", "-m", message + " (conflicts kept both ways)",
+                 *trailer)
         self.out["conflicts"] = kept
         return commits
 
     def _related(self, theirs: str) -> bool:
         return self.repo.run("merge-base", "HEAD", theirs, check=False).returncode == 0
-
-    def _unmerged(self) -> dict[str, dict[int, tuple[str, str]]]:
-        """Each unmerged path's stages (1 base, 2 ours, 3 theirs) as (mode, blob id)."""
-        found: dict[str, dict[int, tuple[str, str]]] = {}
-        for line in self.repo.lines_z("ls-files", "-u", "-z"):
-            info, _, path = line.partition("\t")
-            mode, blob, stage = info.split()
-            found.setdefault(path, {})[int(stage)] = (mode, blob)
-        return found
-
-    def _keep_both(self, unmerged: dict[str, dict[int, tuple[str, str]]], their_ref: str
-                   ) -> tuple[list[dict[str, Any]], list[str]]:
-        """Resolve every unmerged path so that neither side's bytes are lost.
-
-        - changed on both sides: ours stays in place; theirs becomes a conflict
-          copy beside it, or, in a Daily record, a conflict entry in the same
-          file (``daily_conflict_entries``); the forest's config keeps ours and
-          reports theirs' blob (config, not memory);
-        - deleted on one side, changed on the other: the changed version stays.
-
-        Returns the reports and the paths that cannot be kept both ways (a
-        symlink or submodule on a side, a file against a folder); nothing is
-        written unless there are none, and otherwise the caller undoes the merge.
-        """
-        from .chain import this_host
-
-        host, stamp = this_host(), time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        tag = f"-conflict-{host}-{stamp}"
-        refused = {path for path, stages in unmerged.items()
-                   if any(mode not in REGULAR_MODES for mode, _ in stages.values())}
-        refused |= {path.rpartition("~")[0] or path for path, stages in unmerged.items()
-                    if self._moved_aside(path, stages, their_ref)}  # the name both sides used
-        if refused:
-            return [], sorted(refused)
-        planned: list[tuple[dict[str, Any], list[tuple[str, bytes]]]] = []
-        for path in sorted(unmerged):
-            stages = unmerged[path]
-            ours = self._blob(stages[2][1]) if 2 in stages else None
-            theirs = self._blob(stages[3][1]) if 3 in stages else None
-            if ours is None and theirs is None:
-                planned.append(({"path": path, "kind": "deleted"}, []))
-            elif ours is None or theirs is None:
-                side = "ours" if theirs is None else "theirs"
-                planned.append(({"path": path, "kind": "kept_changed", "kept": side,
-                                 "deleted_by": "theirs" if side == "ours" else "ours"},
-                                [(path, ours if theirs is None else theirs)]))
-            elif path in CONFIG_PATHS:
-                planned.append(({"path": path, "kind": "kept_ours", "theirs_blob":
-                                 stages[3][1]}, [(path, ours)]))
-            else:
-                planned.append(self._both_changed(path, ours, theirs, tag))
-        taken = [copy for _, writes in planned for copy, _ in writes[1:]]
-        clashes = [copy for copy in taken if os.path.lexists(self.root / copy)]
-        if clashes or len(set(taken)) != len(taken):
-            return [], sorted(set(clashes or taken))
-        for report, writes in planned:
-            self._write_resolution(report["path"], writes)
-        return [report for report, _ in planned], []
-
-    def _moved_aside(self, path: str, stages: dict[int, tuple[str, str]], their_ref: str
-                     ) -> bool:
-        """A file git moved out of the way of the other side's folder (``path~HEAD``): a
-        name neither side gave it, so it is not one side's version to keep."""
-        if (2 in stages) == (3 in stages):
-            return False
-        side = "HEAD" if 2 in stages else their_ref
-        return self.repo.run("cat-file", "-e", f"{side}:{path}", check=False).returncode != 0
-
-    def _both_changed(self, path: str, ours: bytes, theirs: bytes, tag: str
-                      ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
-        """A path both sides changed: what to write (ours' path first) and the report."""
-        from .mergedriver import daily_conflict_entries
-
-        if DAILY_RECORD.fullmatch(path):
-            try:
-                merged = daily_conflict_entries(ours.decode("utf-8"), theirs.decode("utf-8"),
-                                                tag)
-            except (UnicodeDecodeError, ValueError, ForestError):
-                merged = None
-            if merged is not None:
-                text, entries = merged
-                return ({"path": path, "kind": "entries", "entries": entries},
-                        [(path, text.encode("utf-8"))])
-        copy = conflict_copy_path(path, tag)
-        text = conflict_copy_text(theirs, path, tag[1:]) if copy.endswith(".md") else None
-        return ({"path": path, "kind": "copy", "copy": copy},
-                [(path, ours), (copy, text.encode("utf-8") if text is not None else theirs)])
-
-    def _write_resolution(self, path: str, writes: list[tuple[str, bytes]]) -> None:
-        """Write ours (or the kept side) over whatever git left at ``path``, markers
-        included, and the copy beside it; stage both, or the deletion both sides made."""
-        from .safety import mkdir_private, write_new_private, write_private
-
-        if not writes:
-            self.repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
-            return
-        for number, (target, data) in enumerate(writes):
-            folder = (self.root / target).parent
-            missing = []
-            while not os.path.lexists(folder) and folder != self.root:
-                missing.append(folder)
-                folder = folder.parent
-            for directory in reversed(missing):
-                mkdir_private(directory)
-            if number == 0:
-                write_private(self.root / target, data)  # never the marked-up file git left
-            else:
-                write_new_private(self.root / target, data)
-        self.repo.run("add", "--", *(target for target, _ in writes))
-
-    def _blob(self, blob: str) -> bytes:
-        return self.repo.run("cat-file", "blob", blob).stdout
 
     def _ahead(self, branch: str) -> bool:
         repo, theirs = self.repo, self._tracking(branch)
@@ -551,40 +440,6 @@ class _Sync:
             return index.build(self.root)  # incremental when an index exists
         except (ForestError, OSError, sqlite3.Error) as exc:
             return {"error": derived_failure(exc)}  # what was merged is still pushed
-
-
-def conflict_copy_path(path: str, tag: str) -> str:
-    """``<name><tag><extension>`` beside ``path`` (``tag``: ``-conflict-<host>-<time>``).
-
-    A record's copy keeps the shape of its layer's names (``XLTM-conflict-…``,
-    ``<tree>_LTM-conflict-…``, ``<date>-conflict-…``), so it parses as a
-    document of the same layer; the name stays within a segment's 200 characters.
-    """
-    folder, _, name = path.rpartition("/")
-    dot = name.rfind(".")
-    stem, extension = (name[:dot], name[dot:]) if dot > 0 else (name, "")
-    room = 200 - len(tag)
-    if len(stem) > room:
-        keep = LTM_SUFFIX if path.startswith("02 ltm/") and stem.endswith(LTM_SUFFIX) else ""
-        stem = stem[:room - len(keep)] + keep
-    return f"{folder}/{stem}{tag}{extension}" if folder else f"{stem}{tag}{extension}"
-
-
-def conflict_copy_text(data: bytes, path: str, tag: str) -> str | None:
-    """Theirs, with ``conflict_of: <path>`` and an id of its own; None if unreadable."""
-    from .writers.markdown import edit_frontmatter, metadata, render_key
-
-    try:
-        text = data.decode("utf-8")
-        old_id = metadata(text).get("id")
-        new_id = f"{old_id}-{tag}" if isinstance(old_id, str) and old_id else tag
-        text = edit_frontmatter(text, {"id": new_id})
-    except (UnicodeDecodeError, ForestError, ValueError):
-        return None
-    lead = "\ufeff---\n" if text.startswith("\ufeff---\n") else "---\n"
-    if not text.startswith(lead):
-        return None
-    return lead + render_key("conflict_of", path) + text[len(lead):]
 
 
 def _missing_dirs(root: Path) -> list[str]:

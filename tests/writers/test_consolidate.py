@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from writerkit import assert_whole, contents, event, state, write_json
+from writerkit import assert_whole, contents, event, istm_records, state, write_json
 
 from memory_forest import index, lock, operations, schemas, store, testhooks
 from memory_forest.errors import ForestError
@@ -141,7 +142,15 @@ def test_a_rejected_proposal_keeps_its_sources_out_of_the_next_one(example):
     rejected = proposals.reject(example, proposal["proposal_id"], reason="wrong place")
     assert rejected["status"] == "rejected" and rejected["already_rejected"] is False
     schemas.ProposalRejectResult.model_validate(rejected)
-    assert state(example) == before  # nothing canonical
+    after = state(example)
+    shard, _, event_id = rejected["decision"].partition("#")
+    assert {path for path in after if after[path] != before.get(path)} == {shard}
+    [decision] = [record for record in istm_records(example)
+                  if record["event_id"] == event_id]
+    assert (decision["kind"], decision["payload"]) == ("proposal_decision", {
+        "decision": "rejected", "proposal_id": proposal["proposal_id"],
+        "sources": [first, TOMATO],
+        "reason": "wrong place"})
     assert consolidate(example)["proposal"] is None
     second = capture(example, "The cellar door hinge squeaks again.", "hinge-1")
     later = consolidate(example)["proposal"]
@@ -499,3 +508,56 @@ def test_a_stop_signal_during_accept_undoes_it_and_a_retry_completes(example, st
     assert done["already_applied"] is False and pointer in \
         (example / "05 daily/2026-12-01.md").read_text()
     assert_whole(example)
+
+
+def test_decisions_outlive_the_derived_state(example):
+    """Proposals, receipts and the index can all be rebuilt or lost: the decisions are in
+    the forest, so nothing decided is proposed again and nothing undecided is forgotten."""
+    refused = capture(example, BOILER, "boiler-1")
+    first = consolidate(example)["proposal"]
+    proposals.reject(example, first["proposal_id"], reason="not worth a record")
+    kept = capture(example, "The cellar door hinge squeaks again.", "hinge-1",
+                   observed="2026-12-02T08:00:00Z")
+    second = consolidate(example)["proposal"]
+    accepted = proposals.accept(example, second["proposal_id"])
+    assert accepted["decision"].endswith(f"#accepted-{second['proposal_id']}")
+    waiting = capture(example, "Seed order for the spring arrives in January.", "seeds-1",
+                      observed="2026-12-03T08:00:00Z")
+    state_dir = example / ".memory-forest"
+    for child in state_dir.iterdir():
+        if child.name != "forest.json":
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+    operations.index(example)
+
+    again = consolidate(example)["proposal"]
+    proposed = {pointer for entry in new_entries(again)
+                for pointer in [source["pointer"] for source in entry["sources"]]}
+    assert proposed == {waiting} and again["promotions"] == []
+    assert refused in unfiled(example) and kept not in unfiled(example)
+    assert_whole(example)
+
+
+@pytest.mark.parametrize("step", [*STEPS, "proposal_mark"])
+def test_a_killed_reject_is_recovered_and_the_decision_written_once(example, step):
+    """A reject is a write like any other: killed anywhere, it is undone or finished, and a
+    retry leaves exactly one decision; killed after its commit, the proposal already reads
+    as rejected, and no later consolidate proposes its sources."""
+    pointer = capture(example, BOILER, "boiler-1")
+    proposal_id = consolidate(example)["proposal"]["proposal_id"]
+    crash = f"replace:{proposal_id}.json" if step == "proposal_mark" else step
+    killed = cli("proposals", "reject", example, proposal_id, "--reason", "no", crash=crash)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    if step != "proposal_mark":
+        operations.doctor(example, repair=True)
+    if step not in ROLLED_BACK:
+        listed = proposals.list_proposals(example)["proposals"]
+        assert [row["status"] for row in listed] == ["rejected"]
+    assert_whole(example)
+    retry = cli("proposals", "reject", example, proposal_id, "--reason", "no")
+    assert retry.returncode == 0, retry.stdout + retry.stderr
+    assert json.loads(retry.stdout)["already_rejected"] is (step not in ROLLED_BACK)
+    assert proposals.load(example, proposal_id).status == "rejected"
+    decisions = [record for record in istm_records(example)
+                 if record["kind"] == "proposal_decision"]
+    assert [record["event_id"] for record in decisions] == [f"rejected-{proposal_id}"]
+    assert consolidate(example)["proposal"] is None and pointer in unfiled(example)

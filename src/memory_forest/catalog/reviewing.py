@@ -18,7 +18,8 @@ CONSOLIDATE_TOOL = (
     "summary is generated from the events' text, with their pointers '06 istm/<shard>.jsonl#"
     "<event_id>' as sources), and for every new and every unpromoted Daily entry the STM leaf "
     "it would be filed in, with the reason (the matching branch and its score). A source any "
-    "earlier proposal names (pending, accepted or rejected) is not proposed again; at most "
+    "earlier proposal names (pending, accepted or rejected), or a decision taken on any "
+    "machine, is not proposed again; at most "
     "'limit' sources go into one proposal and 'remaining' says how many wait for the next. "
     "Returns the whole proposal (null with 'nothing to consolidate' when there is nothing). "
     "Next: read it, then call proposals_accept (optionally with better 'summaries') or "
@@ -58,9 +59,11 @@ PROPOSALS_ACCEPT_TOOL = (
     f"{MAX_TOOL_WAIT:g}).")
 
 PROPOSALS_REJECT_TOOL = (
-    "Reject a pending consolidation proposal: nothing canonical changes, the proposal is "
-    "kept with status rejected (and your 'reason'), and its sources are not proposed again "
-    "(they stay findable as unfiled captures). Rejecting a rejected proposal changes nothing "
+    "Reject a pending consolidation proposal: the decision is written as one ISTM event "
+    "('decision': its path#event_id, which sync carries to every machine), the proposal is "
+    "kept with status rejected (and your 'reason'), and its sources are not proposed again on "
+    "any machine (they stay findable as unfiled captures). Rejecting a rejected proposal "
+    "changes nothing "
     "(already_rejected=true); an accepted one fails with proposal_already_accepted.")
 
 SUMMARIES = Param(
@@ -117,11 +120,12 @@ OPERATIONS = (
         command=("proposals", "accept")),
     Operation(
         "proposals_reject", "memory_forest.writers.proposals:reject",
-        "Reject a proposal; its sources are not proposed again.",
+        "Reject a proposal; its sources are not proposed again, on any machine.",
         "memory-forest proposals reject ~/memory p-20261130T090000123Z-5f2a9c01 "
         '--reason "wrong branch"',
         params=(_ID, Param("reason", TEXT, "Why, for the record.", flags=("--reason",),
-                           doc="Why it was rejected, kept in the proposal (redacted)."),
+                           doc="Why it was rejected, kept in the proposal and the decision event "
+                           "(redacted)."),
                 WAIT),
         writes=True, destructive=False, render="rejected", tool=PROPOSALS_REJECT_TOOL,
         title="Reject a proposal", result="ProposalRejectResult",

@@ -3,8 +3,9 @@
 It reads the unfiled sources (``store.unfiled``: ISTM events no Daily entry
 or leaf cites, Daily entries no structured record cites), leaves out those any
 stored proposal already names (pending, accepted or rejected: a source is
-proposed once; a proposal refused as stale names nothing), and writes one
-proposal for at most ``limit`` of them:
+proposed once; a proposal refused as stale names nothing) and those a review
+decision of any machine names (``decisions``), and writes one proposal for at
+most ``limit`` of them:
 
 - each event gets a summary made from its own text, deterministically (the
   payload's text, shortened), and a placement (``placement.place``, appending
@@ -33,6 +34,7 @@ from ..errors import ForestError
 from ..forest import Forest, opened
 from ..lockline import DEFAULT_WAIT
 from . import proposals
+from .redact import MARKER_PREFIX
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
@@ -40,6 +42,8 @@ SUMMARY_CHARS = 240
 _SLUG_WORDS = 3
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[^\]\s]*\]?")  # a shortened one too
+FALLBACK_TITLE = "Note"  # a name when the words of the source would carry a credential
 
 
 def consolidate(forest: Forest | str | Path, limit: int = DEFAULT_LIMIT,
@@ -56,13 +60,15 @@ def consolidate(forest: Forest | str | Path, limit: int = DEFAULT_LIMIT,
 def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """Make and store one proposal; the caller holds the forest lock (``maintain`` does)."""
     from .. import store
+    from ..decisions import decided
     from .view import View
 
     root = forest.root
     known, problems = proposals.every(root)
-    # A stale proposal was refused on accept: its sources wait for a fresh one.
+    # A stale proposal was refused on accept: its sources wait for a fresh one. A decision
+    # any machine recorded (canonical, so it outlives this machine's proposals) is final.
     named = {pointer for proposal in known if proposal.status != "stale"
-             for pointer in proposals.pointers(proposal)}
+             for pointer in proposals.pointers(proposal)} | decided(forest.reader())
     reserved = {entry_id for proposal in known for entry_id in proposals.entry_ids(proposal)}
     waiting = [fragment for fragment in store.unfiled(forest.reader())
                if f"{fragment.path}#{fragment.anchor}" not in named]
@@ -100,9 +106,15 @@ class _Proposal:
         self.redactions: dict[str, int] = {}
 
     def add(self, fragment: Any) -> None:
+        from .redact import find_secret
+
         pointer = f"{fragment.path}#{fragment.anchor}"
         if _unusable(pointer):
             self.skipped.append({"pointer": pointer[:300], "reason": "not_plain_text"})
+            return
+        if find_secret(pointer):  # a pointer is a name, stored as given: never propose it
+            self.skipped.append({"pointer": unmarked(self._redacted(pointer))[:300],
+                                 "reason": "secret_in_name"})
             return
         try:
             if fragment.kind == "event":
@@ -120,7 +132,7 @@ class _Proposal:
             self.skipped.append({"pointer": pointer, "reason": "missing"})
             return
         record = loads_strict(line)
-        text = event_text(record)
+        text = self._redacted(event_text(record))
         placement = self._place(text)
         observed = record.get("observed_at") if isinstance(record.get("observed_at"), str) \
             else None
@@ -140,13 +152,26 @@ class _Proposal:
             "entry_id": fragment.anchor,
             "source": {"pointer": pointer, "fingerprint": proposals.fingerprint_text(text),
                        "observed_at": None},
-            "placement": self._place(prose.strip() or fragment.anchor)})
+            "placement": self._place(self._redacted(prose.strip()) or fragment.anchor)})
+
+    def _redacted(self, text: str) -> str:
+        """Source text as a proposal may hold it: another tool or a hand edit wrote it, so it
+        passes the writers' redaction before anything (summary, name, title) is made of it."""
+        from .redact import redact_text
+
+        return redact_text(text, self.redactions)
 
     def _place(self, text: str) -> dict[str, Any]:
+        """Where ``text`` (already redacted) goes; the new leaf's name and title come from
+        its words without the redaction markers, and never from a credential."""
         from ..placement import place
         from .markdown import check_linkable, check_title
+        from .redact import find_secret
 
-        found = place(self.forest, text, append=True)
+        words = unmarked(text)
+        found = place(self.forest, words, append=True)
+        if find_secret(found.leaf) or find_secret(found.title):
+            found = place(self.forest, words, append=True, title=FALLBACK_TITLE)
         for segment, what in ((found.tree, "tree"), (found.branch, "branch"),
                               (found.leaf, "leaf")):
             check_linkable(segment, what)
@@ -174,15 +199,16 @@ class _Proposal:
                 "promotions": self.promotions}
 
     def _summary(self, texts: list[str]) -> str:
-        from .redact import redact_text
-
+        """The texts (each redacted when its source was read), shortened, one line each."""
         lines = [shorten(text) for text in texts]
-        summary = lines[0] if len(lines) == 1 else "\n".join(f"- {line}" for line in lines)
-        return redact_text(summary, self.redactions)
+        return lines[0] if len(lines) == 1 else "\n".join(f"- {line}" for line in lines)
 
     def _entry_id(self, day: str, summary: str) -> str:
         """``d-YYYYMMDD-<first words>``, numbered when taken (in Daily or any proposal)."""
-        base = f"d-{day.replace('-', '')}-{slug(summary)}"
+        from .redact import find_secret
+
+        words = slug(unmarked(summary))
+        base = f"d-{day.replace('-', '')}-{'entry' if find_secret(words) else words}"
         number, candidate = 1, base
         while candidate in self.reserved or self.view.entry_paths({candidate}):
             number += 1
@@ -220,6 +246,11 @@ def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
     cut = text[:limit - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space > limit // 2 else cut).rstrip() + "\u2026"
+
+
+def unmarked(text: str) -> str:
+    """Redacted text without its redaction markers: the words a name or title is made of."""
+    return " ".join(_MARKER.sub(" ", text).split())
 
 
 def slug(text: str) -> str:

@@ -3,13 +3,17 @@
 A proposal (``consolidate`` makes it) is a ``plans.Proposal`` document kept
 privately in ``.memory-forest/proposals/<proposal_id>.json``. It is derived
 state, not memory: accepting it is what writes canonical files, through the
-one transaction engine, and only its status changes afterwards.
+one transaction engine, and only its status changes afterwards. The decision
+on it is memory: accept and reject each append a ``decisions`` event to this
+machine's ISTM shard in their transaction, so it travels with the forest and
+outlives the proposal file.
 
 Every proposal, whatever its status, keeps its sources out of later
 proposals: that is the processed state ("proposed once"). Its status is the
-file's, with one correction: a pending proposal whose transaction has a
-receipt was accepted, and only the mark was lost (a crash between the commit
-and the rewrite of this file); the next ``accept`` writes the mark.
+file's, with one correction: a pending proposal whose accept or reject
+transaction has a receipt was decided, and only the mark was lost (a crash
+between the commit and the rewrite of this file); the next ``accept`` or
+``reject`` writes the mark.
 
 Accept re-checks, under the lock and before staging anything, that every
 source is still what the proposal saw (``proposal_stale`` otherwise), then
@@ -41,6 +45,7 @@ MAX_PROPOSAL_BYTES = 16 * 1024 * 1024
 MAX_REASON = 2000
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 OPERATION = "proposals_accept"
+REJECT = "proposals_reject"
 
 
 def new_id() -> str:
@@ -125,16 +130,44 @@ def every(root: Path) -> tuple[list[Any], list[dict[str, Any]]]:
     return found, problems
 
 
+def reject_transaction_id(proposal_id: str) -> str:
+    """The reject transaction: one per proposal, so a retry finds its receipt."""
+    return f"reject-{proposal_id}"
+
+
 def status_of(root: Path, proposal: Any) -> str:
-    """The proposal's status, counting a committed accept whose mark was lost as accepted."""
-    if proposal.status in ("pending", "stale") and _committed(root, proposal) is not None:
-        return "accepted"
+    """The proposal's status, counting a committed accept or reject whose mark was lost."""
+    if proposal.status in ("pending", "stale"):
+        if _committed(root, proposal) is not None:
+            return "accepted"
+        if _receipt(root, reject_transaction_id(proposal.proposal_id), REJECT) is not None:
+            return "rejected"
     return proposal.status
 
 
 def _committed(root: Path, proposal: Any) -> dict[str, Any] | None:
-    receipt = receipts.load(root, proposal.transaction_id)
-    return receipt if receipt is not None and receipt.get("operation") == OPERATION else None
+    return _receipt(root, proposal.transaction_id, OPERATION)
+
+
+def _receipt(root: Path, transaction_id: str, operation: str) -> dict[str, Any] | None:
+    receipt = receipts.load(root, transaction_id)
+    return receipt if receipt is not None and receipt.get("operation") == operation else None
+
+
+def stage_decision(stage: Any, proposal: Any, decision: str, reason: str | None = None
+                   ) -> str:
+    """Append the decision on ``proposal`` to this machine's ISTM shard (``decisions``), so
+    that it travels with the forest; return the event's pointer."""
+    from ..decisions import event
+    from .capture import check_event, stage_events
+
+    record = event(decision, proposal.proposal_id, pointers(proposal), stage.now, reason)
+    known = stage.view.event_paths({record["event_id"]}).get(record["event_id"])
+    if known is not None:  # decided before, and only the local mark and receipt were lost
+        return f"{known}#{record['event_id']}"
+    check_event(record, 1)
+    summary, _ = stage_events(stage, [record])
+    return f"{summary['shard']}#{record['event_id']}"
 
 
 def pointers(proposal: Any) -> list[str]:
@@ -200,13 +233,15 @@ def show(forest: Forest | str | Path, proposal_id: str) -> dict[str, Any]:
 
 def reject(forest: Forest | str | Path, proposal_id: str, reason: str | None = None,
            wait: float = DEFAULT_WAIT) -> dict[str, Any]:
-    """Record the refusal; the proposal's sources stay out of later proposals.
+    """Record the refusal; the proposal's sources stay out of later proposals, everywhere.
 
-    Under the forest lock, so it cannot cross an ``accept`` of the same proposal.
+    The refusal is canonical (an ISTM decision event, written in one transaction
+    under the forest lock, so it cannot cross an ``accept`` of the same
+    proposal); the proposal's own mark follows it.
     """
-    from .. import lock
     from .markdown import clean_text
     from .redact import redact_text
+    from .transaction import transact
 
     redactions: dict[str, int] = {}
     if reason is not None:
@@ -216,17 +251,31 @@ def reject(forest: Forest | str | Path, proposal_id: str, reason: str | None = N
                               "characters", exit_code=2)
     with opened(forest) as forest:
         root = forest.root
-        with lock.held(root, "proposals_reject", wait=wait):
-            proposal = load(root, proposal_id)
-            status = status_of(root, proposal)
-            if status == "accepted":
+        proposal = load(root, proposal_id)
+        if status_of(root, proposal) == "accepted":
+            raise _already_accepted(proposal_id)
+
+        def prepare(stage: Any) -> None:
+            current = load(root, proposal_id)  # re-read under the lock
+            if status_of(root, current) == "accepted":
                 raise _already_accepted(proposal_id)
-            already = status == "rejected"
-            if not already:
-                _mark(root, proposal, "rejected", reason)
-    return result("proposals_reject", proposal_id=proposal_id, status="rejected",
+            stage.details["decision"] = stage_decision(stage, current, "rejected", reason)
+
+        txid = reject_transaction_id(proposal_id)
+        try:
+            receipt = transact(forest, REJECT, {"proposal_id": proposal_id, "reason": reason},
+                               txid, prepare, wait)
+        except ForestError as exc:
+            if exc.code != "transaction_id_conflict":  # rejected before, with another reason
+                raise
+            receipt = _receipt(root, txid, REJECT) or {}
+        already = proposal.status == "rejected" or receipt.get("already_applied", True)
+        if proposal.status != "rejected":
+            _mark(root, proposal, "rejected", reason)
+    return result(REJECT, proposal_id=proposal_id, status="rejected",
                   already_rejected=already, decided_at=proposal.decided_at,
-                  counts=counts(proposal), redactions=redactions)
+                  counts=counts(proposal), redactions=redactions,
+                  decision=receipt.get("decision"))
 
 
 def _already_accepted(proposal_id: str) -> ForestError:
@@ -270,7 +319,7 @@ def accept(forest: Forest | str | Path, proposal_id: str,
     with opened(forest) as forest:
         root = forest.root
         proposal = load(root, proposal_id)
-        if proposal.status == "rejected":
+        if status_of(root, proposal) == "rejected":
             raise ForestError("proposal_rejected", "this proposal was rejected; run "
                               "consolidate for a new one", {"proposal_id": proposal_id})
         replaced, counted = _checked_summaries(proposal, summaries or {})
@@ -326,7 +375,7 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
 
     root = stage.view.root
     current = load(root, proposal.proposal_id)  # re-read under the lock
-    if current.status == "rejected":
+    if status_of(root, current) == "rejected":
         raise ForestError("proposal_rejected", "this proposal was rejected while it was being "
                           "accepted", {"proposal_id": proposal.proposal_id})
     stale = stale_sources(stage.view, proposal)
@@ -354,11 +403,12 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
     for entry_id, daily, placement, how in filed:
         pointer = f"{daily}#{entry_id}"
         leaf = stm_path(placement.tree, placement.branch, placement.leaf)
-        text = entry_text(stage.text(daily) or "", entry_id)
+        text = redact_text(entry_text(stage.text(daily) or "", entry_id), redactions)
         block = f"Promoted from `{pointer}`:\n\n{neutralize(text)}"
         parents.add_to_leaf(stage, leaf, placement.title, block, {}, [pointer])
         entries.append({"entry_id": entry_id, "daily": daily, "leaf": leaf, "entry": how})
     stage.details.update({
+        "decision": stage_decision(stage, proposal, "accepted"),
         "proposal_id": proposal.proposal_id, "entries": entries, "redactions": redactions,
         "dispositions": [{"entry_id": item["entry_id"], "disposition": "promoted",
                           "daily": item["daily"], "target": item["leaf"]} for item in entries]})
