@@ -37,12 +37,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import publishing
+from .config import load_config
 from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest
 from .gitrepo import Repo
 from .layers import LTM_SUFFIX
 from .lockline import DEFAULT_WAIT
+from .publishing import REGULAR_MODES, Plan, summary
 from .statefiles import CONFIG, state_rel
 from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
 from .testhooks import crash_point
@@ -52,8 +55,6 @@ DEFAULT_REMOTE = "origin"
 SYNC_FILES = (".gitignore", ".gitattributes")
 # Both sides changed one of these: ours is kept, theirs reported (config, not memory).
 CONFIG_PATHS = frozenset({*SYNC_FILES, state_rel(CONFIG)})
-# What git stores as a plain file (a symlink is 120000, a submodule 160000).
-REGULAR_MODES = frozenset({"100644", "100755"})
 DAILY_RECORD = re.compile(r"05 daily/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md")
 MAX_SCAN_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 200
@@ -115,6 +116,7 @@ class _Sync:
         self.root, self.remote, self.named = root, remote, named
         self.dry_run, self.allow_secrets = dry_run, allow_secrets
         self.repo = Repo(root)
+        self.publish = load_config(root).publish
         self.out: dict[str, Any] = {"remote": remote, "dry_run": dry_run, "created": False}
 
     def run(self, init: str | None) -> dict[str, Any]:
@@ -127,16 +129,16 @@ class _Sync:
         if not repo.exists():
             if self.dry_run:
                 return {**out, "remote": self.remote if init is not None else None,
-                        "created": True, "nothing_to_do": False,
-                        "would_commit": self._would_commit_all(), "incoming": None}
+                        "created": True, "nothing_to_do": False, "incoming": None,
+                        **self._would(self._would_publish_all())}
             repo.init()
             out["created"] = True
         refuse_index_lock(self.root)
         if init is not None:
             self._add_remote(init)
             if self.dry_run and self.remote not in repo.remotes():
-                return {**out, "nothing_to_do": False, "would_commit": self._changes(),
-                        "incoming": None}  # the remote would be added: nothing to fetch yet
+                return {**out, "nothing_to_do": False, "incoming": None,
+                        **self._would(self._plan())}  # the remote is not added: no fetch yet
         remotes = repo.remotes()
         if self.remote not in remotes:
             if self.named or remotes:
@@ -161,28 +163,31 @@ class _Sync:
         join = init is not None
         if not self.dry_run and not repo.has_commit() and repo.has_commit(
                 self._tracking(branch)):
-            if set(self._changes()) <= set(SYNC_FILES):
+            if set(self._plan().published) <= set(SYNC_FILES):
                 # a clone of a remote whose HEAD names another branch: start from the
                 # remote's history (sync's own two files are written again below)
-                repo.run("checkout", "-f", "-q", "-B", branch, self._tracking(branch))
+                theirs = self._tracking(branch)
+                out["not_checked_out"] = publishing.leave_out(repo, theirs, self.publish)
+                repo.run("checkout", "-f", "-q", "-B", branch, theirs)
                 self._set_up()
             else:
                 join = True  # a forest of its own: its first commit, then the two merge
-        changes = self._changes()
-        findings = self._secrets(changes)
+        outgoing = self._plan()
+        findings = self._secrets(outgoing.published)
         if self.dry_run:
-            return {**out, "would_commit": changes, "secrets": findings,
+            return {**out, **self._would(outgoing), "secrets": findings,
                     "incoming": self._incoming(branch), "nothing_to_do": False}
         self._refuse_secrets(findings)
-        out["committed"] = self._commit(changes) if changes else None
+        out["committed"] = self._commit(outgoing)
         crash_point("sync_committed")
         before = repo.rev("HEAD")
         pulled = self._merge(branch, join)
         crash_point("sync_merged")
         changed = repo.lines_z("diff", "--name-only", "-z", before, "HEAD") if pulled else []
-        out["pulled"] = {"commits": pulled, "files": len(changed), "paths": changed[:MAX_LISTED]}
-        if not changes and not pulled and _index_exists(self.root) and not out["created"] \
-                and not self._ahead(branch):
+        out["pulled"] = {"commits": pulled, "files": len(changed), "paths": changed[:MAX_LISTED],
+                         "not_checked_out": out.pop("not_checked_out", None)}
+        if out["committed"] is None and not pulled and _index_exists(self.root) \
+                and not out["created"] and not self._ahead(branch):
             return {**out, "nothing_to_do": True, "pushed": False}
         self._settle()
         out["pushed"] = self._push(branch)
@@ -199,14 +204,14 @@ class _Sync:
         out.update(remote=None, branch=None, pulled=None)
         if not self.dry_run:
             self._set_up()
-        changes = self._changes()
-        findings = self._secrets(changes, unpushed=False)
+        outgoing = self._plan()
+        findings = self._secrets(outgoing.published, unpushed=False)
         if self.dry_run:
-            return {**out, "would_commit": changes, "secrets": findings, "incoming": None,
+            return {**out, **self._would(outgoing), "secrets": findings, "incoming": None,
                     "nothing_to_do": False}
         self._refuse_secrets(findings)
-        out["committed"] = self._commit(changes) if changes else None
-        if not changes and _index_exists(self.root) and not out["created"]:
+        out["committed"] = self._commit(outgoing)
+        if out["committed"] is None and _index_exists(self.root) and not out["created"]:
             return {**out, "nothing_to_do": True, "pushed": False}
         self._settle()
         out.update(pushed=False, nothing_to_do=False)
@@ -267,21 +272,22 @@ class _Sync:
             self.repo.config(f"merge.{name}.driver", f"{shlex.quote(sys.executable)} -P -m "
                              f"memory_forest.mergedriver {kind} %O %A %B")
 
-    def _changes(self) -> list[str]:
-        """What a commit would take: every changed, new or deleted path git does not ignore."""
-        fields = self.repo.lines_z("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                                   "--no-renames")
-        return sorted({field[3:] for field in fields if len(field) > 3})
+    def _plan(self) -> Plan:
+        return publishing.plan(self.repo, self.root, self.publish)
 
-    def _would_commit_all(self) -> list[str]:
-        """A forest without a repository: everything the ``.gitignore`` would let in."""
+    def _would_publish_all(self) -> Plan:
+        """A forest without a repository: what its first commit would take."""
         from .safety import walk
-        from .statefiles import CONFIG, STATE_DIR, state_rel
 
         listing = walk(self.root, Forest.of(self.root).limits)
-        return [".gitattributes", ".gitignore", *sorted(
-            entry.path for entry in listing.files
-            if not entry.path.startswith(STATE_DIR + "/") or entry.path == state_rel(CONFIG))]
+        return publishing.would_publish_all(self.root, (entry.path for entry in listing.files),
+                                 self.publish)
+
+    def _would(self, outgoing: Plan) -> dict[str, Any]:
+        """A dry run's view of a commit: what it takes, what stays, what stops being tracked."""
+        self.out["left_local"] = summary(outgoing.left_local)
+        return {"would_commit": outgoing.published,
+                "stop_tracking": summary(outgoing.untrack) if outgoing.untrack else None}
 
     def _secrets(self, paths: list[str], unpushed: bool = True) -> list[dict[str, Any]]:
         """The credential rules over each file that would leave the machine: the changes,
@@ -332,8 +338,15 @@ class _Sync:
     def _tracking(self, branch: str) -> str:
         return f"refs/remotes/{self.remote}/{branch}"
 
-    def _commit(self, changes: list[str]) -> dict[str, Any]:
-        self.repo.run("add", "-A")
+    def _commit(self, outgoing: Plan) -> dict[str, Any] | None:
+        """Commit what the forest owns; list what stays local; None when nothing changed."""
+        self.out["left_local"] = summary(outgoing.left_local)
+        if outgoing.untrack:
+            self.out["stopped_tracking"] = summary(outgoing.untrack)
+        changes = sorted({*outgoing.published, *(entry["path"] for entry in outgoing.untrack)})
+        if not changes:
+            return None
+        publishing.stage(self.repo, outgoing)
         message = commit_message(self.root, self.repo, len(changes))
         self.repo.run("commit", "-q", "--no-verify", "-F", "-", stdin=message.encode())
         return {"commit": self.repo.rev("HEAD"), "files": len(changes),
@@ -346,6 +359,11 @@ class _Sync:
         repo, theirs = self.repo, self._tracking(branch)
         if not repo.has_commit(theirs):
             return None
+        return {**self._incoming_paths(theirs),
+                "not_checked_out": publishing.not_checked_out(repo, theirs, self.publish)}
+
+    def _incoming_paths(self, theirs: str) -> dict[str, Any]:
+        repo = self.repo
         if not repo.has_commit():
             paths = repo.lines_z("ls-tree", "-r", "--name-only", "-z", theirs)
             return {"commits": int(repo.out("rev-list", "--count", theirs)),
@@ -378,6 +396,7 @@ class _Sync:
                               "commit with this forest's; to join the two forests on purpose, "
                               "run 'memory-forest sync ROOT --init URL' with the remote's URL",
                               {"remote": self.remote, "branch": branch}, exit_code=2)
+        self.out["not_checked_out"] = publishing.leave_out(repo, theirs, self.publish)
         message = f"memory-forest sync: merge {self.remote}/{branch}"
         args = ["merge", "--no-edit", "--no-stat", "-q", "-m", message]
         done = repo.run(*args, *(["--allow-unrelated-histories"] if unrelated else []),

@@ -1,0 +1,262 @@
+"""What ``sync`` publishes: only what the forest owns, in both directions.
+
+A forest folder also holds what the user or other programs left in it (a
+symlink, a ``notes.txt``, a root ``.env``, a picture beside a leaf, a nested
+repository). The remote is another machine, so the rule is an allow-list: a
+path is published when it is a regular file inside a layer directory with
+that layer's extension (the files the forest reads and writes), or one of
+``.memory-forest/forest.json``, ``.gitignore``, ``.gitattributes``; or when
+``forest.json`` opts it in on purpose (``"sync": {"publish": [glob, ...]}``).
+A symlink or a submodule is never published, opted in or not.
+
+Outgoing, everything else stays local and is listed (``left_local``); a
+non-owned path git already tracks (an older version's commit, a hand commit)
+is taken out of the index, the local file kept. Incoming, non-owned entries
+are left out of the work tree by git's own sparse checkout (one negative
+pattern per path), so a merge records them but never writes them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .config import Config
+from .errors import ForestError
+from .gitrepo import Repo
+from .layers import BY_DIR
+from .statefiles import CONFIG, STATE_DIR, state_rel
+
+# What git stores as a plain file (a symlink is 120000, a submodule 160000).
+REGULAR_MODES = frozenset({"100644", "100755"})
+_MODE_REASONS = {"120000": "symlink", "160000": "submodule"}
+OWN_FILES = frozenset({".gitignore", ".gitattributes", state_rel(CONFIG)})
+MAX_LISTED = 200
+
+
+def path_reason(path: str, publish: tuple[str, ...] = ()) -> str | None:
+    """Why a regular file at ``path`` stays local; None when it is published."""
+    if path in OWN_FILES:
+        return None
+    if path.startswith(STATE_DIR + "/"):
+        return "state"  # derived state never leaves the machine, opted in or not
+    first, _, rest = path.partition("/")
+    layer = BY_DIR.get(first)
+    if layer is not None and rest and path.endswith(layer.extension):
+        return None
+    if publish and opted_in(publish, path):
+        return None
+    return "extension" if layer is not None and rest else "outside_layers"
+
+
+def entry_reason(mode: str, path: str, publish: tuple[str, ...] = ()) -> str | None:
+    """Why a git tree or index entry is not the forest's; None when it is."""
+    if mode not in REGULAR_MODES:
+        return _MODE_REASONS.get(mode, "not_regular")
+    return path_reason(path, publish)
+
+
+def local_reason(root: Path, path: str, publish: tuple[str, ...] = ()) -> str | None:
+    """Why what sits at ``path`` in the work tree stays local; None when it is published.
+
+    ``path`` as git lists it: a trailing slash is a nested repository.
+    """
+    if path.endswith("/"):
+        return "repository"
+    try:
+        st = os.lstat(root / path)
+    except FileNotFoundError:
+        return path_reason(path, publish)  # a deletion: published when the path is
+    if stat.S_ISLNK(st.st_mode):
+        return "symlink"
+    if not stat.S_ISREG(st.st_mode):
+        return "repository" if stat.S_ISDIR(st.st_mode) else "not_regular"
+    return path_reason(path, publish)
+
+
+def allowed_attachment(config: Config, path: str) -> bool:
+    """Whether ``forest.json`` opts ``path`` in as an attachment, whose content may be
+    binary (the forest's own files are text; an attachment is published on purpose)."""
+    return bool(config.publish) and not path.startswith(STATE_DIR + "/") \
+        and opted_in(config.publish, path)
+
+
+# --- globs ----------------------------------------------------------------------------------
+
+_COMPILED: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def opted_in(publish: tuple[str, ...], path: str) -> bool:
+    """Whether a pattern of ``publish`` matches the whole root-relative ``path``."""
+    pattern = _COMPILED.get(publish)
+    if pattern is None:
+        pattern = _COMPILED[publish] = re.compile(
+            "|".join(f"(?:{glob_regex(glob)})" for glob in publish))
+    return pattern.fullmatch(path) is not None
+
+
+def glob_regex(glob: str) -> str:
+    """A publish glob as a regular expression: ``*`` any characters within one segment,
+    ``?`` one, a whole ``**`` segment any number of segments; all else literal."""
+    segments = glob.split("/")
+    parts = []
+    for number, segment in enumerate(segments):
+        last = number == len(segments) - 1
+        if segment == "**":
+            parts.append("[^/]+(?:/[^/]+)*" if last else "(?:[^/]+/)*")
+            continue
+        parts.append("".join("[^/]*" if char == "*" else "[^/]" if char == "?"
+                             else re.escape(char) for char in segment) + ("" if last else "/"))
+    return "".join(parts)
+
+
+# --- outgoing -------------------------------------------------------------------------------
+
+
+class Plan(NamedTuple):
+    """What one commit takes: published changes, what stays local, what stops being tracked."""
+
+    published: list[str]
+    left_local: list[dict[str, str]]
+    untrack: list[dict[str, str]]
+
+
+def plan(repo: Repo, root: Path, publish: tuple[str, ...]) -> Plan:
+    """Sort every change git sees (not ignored) into published or left local, and find
+    the tracked entries the forest does not own that sit in this work tree."""
+    fields = repo.lines_z("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                          "--no-renames")
+    published, left = [], []
+    for path in sorted({field[3:] for field in fields if len(field) > 3}):
+        reason = local_reason(root, path, publish)
+        if reason is None:
+            published.append(path)
+        else:
+            left.append({"path": path.rstrip("/"), "reason": reason})
+    untrack = []
+    if repo.has_commit() or fields:
+        for tag, mode, path in _index_entries(repo):
+            reason = entry_reason(mode, path, publish)
+            if tag != "S" and reason is not None:  # S: never checked out here (incoming)
+                untrack.append({"path": path, "reason": reason})
+    return Plan(published, left, untrack)
+
+
+def _index_entries(repo: Repo) -> list[tuple[str, str, str]]:
+    """Each index entry as (``ls-files -t`` tag, mode, path); one line per stage."""
+    entries = []
+    for line in repo.lines_z("ls-files", "-t", "-s", "-z"):
+        info, _, path = line.partition("\t")
+        tag, mode = info.split(" ", 2)[:2]
+        entries.append((tag, mode, path))
+    return entries
+
+
+def stage(repo: Repo, outgoing: Plan) -> None:
+    """Stage the published changes and take the non-owned tracked paths out of the index
+    (their files stay); never ``git add -A``."""
+    if outgoing.untrack:
+        _with_paths(repo, ("rm", "-q", "--cached", "--ignore-unmatch"),
+                    (entry["path"] for entry in outgoing.untrack))
+    if outgoing.published:
+        _with_paths(repo, ("add", "-A"), outgoing.published)
+
+
+def _with_paths(repo: Repo, command: tuple[str, ...], paths: Iterable[str]) -> None:
+    """A git command over literal paths, given on stdin (no argument-length limit, and no
+    name is read as a glob or an option)."""
+    repo.run("--literal-pathspecs", *command, "--pathspec-from-file=-", "--pathspec-file-nul",
+             stdin=b"".join(os.fsencode(path) + b"\0" for path in paths))
+
+
+def summary(entries: list[dict[str, str]]) -> dict[str, Any]:
+    return {"count": len(entries), "paths": entries[:MAX_LISTED]}
+
+
+def would_publish_all(root: Path, files: Iterable[str], publish: tuple[str, ...]) -> Plan:
+    """A forest without a repository: what its first commit would take, from a walk."""
+    published, left = [".gitattributes", ".gitignore"], []
+    for path in sorted(files):
+        if path.startswith(STATE_DIR + "/") and path != state_rel(CONFIG):
+            continue  # ignored by the .gitignore sync writes, so never listed
+        reason = local_reason(root, path, publish)
+        if reason is None:
+            published.append(path)
+        else:
+            left.append({"path": path, "reason": reason})
+    return Plan(sorted(set(published)), left, [])
+
+
+# --- incoming -------------------------------------------------------------------------------
+
+
+def leave_out(repo: Repo, theirs: str, publish: tuple[str, ...]) -> dict[str, Any] | None:
+    """Keep the non-owned entries of ``theirs`` (and those already left out) out of the
+    work tree through the next merge or checkout; what is newly left out.
+
+    Git writes the patterns (``sparse-checkout set --no-cone``); nothing is
+    done, and nothing changes, while neither side holds such an entry.
+    """
+    kept_out = _kept_out(repo)
+    incoming = incoming_refused(repo, theirs, publish)
+    paths = sorted(kept_out | {entry["path"] for entry in incoming})
+    sparse = repo.get_config("core.sparseCheckout") == "true"
+    if not paths:
+        if sparse:
+            repo.run("sparse-checkout", "disable")
+        return None
+    in_place = sorted(entry["path"] for entry in incoming
+                      if entry["path"] not in kept_out and _tracked_here(repo, entry["path"]))
+    unwritable = [path for path in paths if "\n" in path or "\r" in path]
+    if in_place or unwritable:
+        raise ForestError("sync_conflict", "the remote turns a path this forest publishes "
+                          "into one it does not own (a symlink, a submodule) or names one no "
+                          "pattern can hold; nothing was merged; make the two sides agree on "
+                          "one machine, then sync again", {"paths": (in_place or unwritable)
+                                                            [:MAX_LISTED]})
+    patterns = "/*\n" + "".join(f"!/{_escape(path)}\n" for path in paths)
+    repo.run("sparse-checkout", "set", "--no-cone", "--stdin", stdin=patterns.encode())
+    return _fresh(incoming, kept_out)
+
+
+def not_checked_out(repo: Repo, theirs: str, publish: tuple[str, ...]) -> dict[str, Any] | None:
+    """What a merge of ``theirs`` would leave out of the work tree that is not out yet."""
+    return _fresh(incoming_refused(repo, theirs, publish), _kept_out(repo))
+
+
+def _kept_out(repo: Repo) -> set[str]:
+    return {path for tag, _, path in _index_entries(repo) if tag == "S"}
+
+
+def _fresh(incoming: list[dict[str, str]], kept_out: set[str]) -> dict[str, Any] | None:
+    fresh = [entry for entry in incoming if entry["path"] not in kept_out]
+    return summary(fresh) if fresh else None
+
+
+def incoming_refused(repo: Repo, theirs: str, publish: tuple[str, ...]) -> list[dict[str, str]]:
+    """The entries of ``theirs``' tree the forest does not own, with the reason."""
+    if not repo.has_commit(theirs):
+        return []
+    found = []
+    for line in repo.lines_z("ls-tree", "-r", "-z", "--full-tree", theirs):
+        info, _, path = line.partition("\t")
+        mode = info.split(" ", 1)[0]
+        reason = entry_reason(mode, path, publish)
+        if reason is not None:
+            found.append({"path": path, "reason": reason})
+    return found
+
+
+def _tracked_here(repo: Repo, path: str) -> bool:
+    return bool(repo.run("--literal-pathspecs", "ls-files", "-z", "--", path).stdout)
+
+
+def _escape(path: str) -> str:
+    """A path as a literal sparse-checkout (gitignore-style) pattern."""
+    escaped = re.sub(r"([\\*?\[!#])", r"\\\1", path)
+    stripped = escaped.rstrip(" ")
+    return stripped + "\\ " * (len(escaped) - len(stripped))
