@@ -29,6 +29,7 @@ from .config import Config
 from .errors import ForestError
 from .gitrepo import Repo
 from .layers import BY_DIR
+from .safety import Walk
 from .statefiles import CONFIG, STATE_DIR, state_rel
 
 # What git stores as a plain file (a symlink is 120000, a submodule 160000).
@@ -177,38 +178,42 @@ def summary(entries: list[dict[str, str]]) -> dict[str, Any]:
     return {"count": len(entries), "paths": entries[:MAX_LISTED]}
 
 
-def would_publish_all(root: Path, files: Iterable[str], publish: tuple[str, ...]) -> Plan:
-    """A forest without a repository: what its first commit would take, from a walk."""
-    published, left = [".gitattributes", ".gitignore"], []
-    for path in sorted(files):
+def would_publish_all(root: Path, listing: Walk, publish: tuple[str, ...]) -> Plan:
+    """A forest without a repository: what its first commit would take, from a walk
+    (a nested repository is one entry, as ``git status`` shows it)."""
+    nested = sorted(path[:-len("/.git")] for path in listing.dirs if path.endswith("/.git"))
+    published, left = [".gitattributes", ".gitignore"], [
+        {"path": path, "reason": "repository"} for path in nested]
+    odd = [issue.path for issue in listing.issues if issue.code in ("symlink", "special_file")]
+    for path in sorted({*(entry.path for entry in listing.files), *odd}):
         if path.startswith(STATE_DIR + "/") and path != state_rel(CONFIG):
             continue  # ignored by the .gitignore sync writes, so never listed
+        if any(path.startswith(repo + "/") for repo in nested):
+            continue
         reason = local_reason(root, path, publish)
         if reason is None:
             published.append(path)
         else:
             left.append({"path": path, "reason": reason})
-    return Plan(sorted(set(published)), left, [])
+    return Plan(sorted(set(published)), sorted(left, key=lambda entry: entry["path"]), [])
 
 
 # --- incoming -------------------------------------------------------------------------------
 
 
-def leave_out(repo: Repo, theirs: str, publish: tuple[str, ...]) -> dict[str, Any] | None:
+def leave_out(repo: Repo, theirs: str | None, publish: tuple[str, ...]
+              ) -> dict[str, Any] | None:
     """Keep the non-owned entries of ``theirs`` (and those already left out) out of the
     work tree through the next merge or checkout; what is newly left out.
 
-    Git writes the patterns (``sparse-checkout set --no-cone``); nothing is
-    done, and nothing changes, while neither side holds such an entry.
+    Git writes the patterns (``sparse-checkout set --no-cone``) and applies
+    them: an entry left out before that the rule now owns (an attachment
+    opted in since) is checked out. Without ``theirs``, only that. Nothing
+    is done while neither side holds such an entry.
     """
-    kept_out = _kept_out(repo)
-    incoming = incoming_refused(repo, theirs, publish)
+    kept_out = _kept_out(repo, publish)
+    incoming = incoming_refused(repo, theirs, publish) if theirs else []
     paths = sorted(kept_out | {entry["path"] for entry in incoming})
-    sparse = repo.get_config("core.sparseCheckout") == "true"
-    if not paths:
-        if sparse:
-            repo.run("sparse-checkout", "disable")
-        return None
     in_place = sorted(entry["path"] for entry in incoming
                       if entry["path"] not in kept_out and _tracked_here(repo, entry["path"]))
     unwritable = [path for path in paths if "\n" in path or "\r" in path]
@@ -218,18 +223,23 @@ def leave_out(repo: Repo, theirs: str, publish: tuple[str, ...]) -> dict[str, An
                           "pattern can hold; nothing was merged; make the two sides agree on "
                           "one machine, then sync again", {"paths": (in_place or unwritable)
                                                             [:MAX_LISTED]})
-    patterns = "/*\n" + "".join(f"!/{_escape(path)}\n" for path in paths)
-    repo.run("sparse-checkout", "set", "--no-cone", "--stdin", stdin=patterns.encode())
+    if paths:
+        patterns = "/*\n" + "".join(f"!/{_escape(path)}\n" for path in paths)
+        repo.run("sparse-checkout", "set", "--no-cone", "--stdin", stdin=patterns.encode())
+    elif repo.get_config("core.sparseCheckout") == "true":
+        repo.run("sparse-checkout", "disable")
     return _fresh(incoming, kept_out)
 
 
 def not_checked_out(repo: Repo, theirs: str, publish: tuple[str, ...]) -> dict[str, Any] | None:
     """What a merge of ``theirs`` would leave out of the work tree that is not out yet."""
-    return _fresh(incoming_refused(repo, theirs, publish), _kept_out(repo))
+    return _fresh(incoming_refused(repo, theirs, publish), _kept_out(repo, publish))
 
 
-def _kept_out(repo: Repo) -> set[str]:
-    return {path for tag, _, path in _index_entries(repo) if tag == "S"}
+def _kept_out(repo: Repo, publish: tuple[str, ...]) -> set[str]:
+    """The entries out of the work tree (skip-worktree) that the rule still does not own."""
+    return {path for tag, mode, path in _index_entries(repo)
+            if tag == "S" and entry_reason(mode, path, publish) is not None}
 
 
 def _fresh(incoming: list[dict[str, str]], kept_out: set[str]) -> dict[str, Any] | None:

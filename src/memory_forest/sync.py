@@ -45,6 +45,7 @@ from .forest import Forest
 from .gitrepo import Repo
 from .layers import LTM_SUFFIX
 from .lockline import DEFAULT_WAIT
+from .modes import restore_modes
 from .publishing import REGULAR_MODES, Plan, summary
 from .statefiles import CONFIG, state_rel
 from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
@@ -183,6 +184,7 @@ class _Sync:
         before = repo.rev("HEAD")
         pulled = self._merge(branch, join)
         crash_point("sync_merged")
+        self._follow_config()
         changed = repo.lines_z("diff", "--name-only", "-z", before, "HEAD") if pulled else []
         out["pulled"] = {"commits": pulled, "files": len(changed), "paths": changed[:MAX_LISTED],
                          "not_checked_out": out.pop("not_checked_out", None)}
@@ -280,13 +282,11 @@ class _Sync:
         from .safety import walk
 
         listing = walk(self.root, Forest.of(self.root).limits)
-        return publishing.would_publish_all(self.root, (entry.path for entry in listing.files),
-                                 self.publish)
+        return publishing.would_publish_all(self.root, listing, self.publish)
 
     def _would(self, outgoing: Plan) -> dict[str, Any]:
         """A dry run's view of a commit: what it takes, what stays, what stops being tracked."""
-        self.out["left_local"] = summary(outgoing.left_local)
-        return {"would_commit": outgoing.published,
+        return {"would_commit": outgoing.published, "left_local": summary(outgoing.left_local),
                 "stop_tracking": summary(outgoing.untrack) if outgoing.untrack else None}
 
     def _secrets(self, paths: list[str], unpushed: bool = True) -> list[dict[str, Any]]:
@@ -351,6 +351,17 @@ class _Sync:
         self.repo.run("commit", "-q", "--no-verify", "-F", "-", stdin=message.encode())
         return {"commit": self.repo.rev("HEAD"), "files": len(changes),
                 "message": message.split("\n", 1)[0], "paths": changes[:MAX_LISTED]}
+
+    def _follow_config(self) -> None:
+        """The merge may have brought another publish list: the work tree follows it now
+        (an attachment opted in on the other machine is checked out by this sync)."""
+        try:
+            publish = load_config(self.root).publish
+        except ForestError:
+            return  # the checks report the config; the list in force stays
+        if publish != self.publish:
+            self.publish = publish
+            publishing.leave_out(self.repo, None, publish)
 
     def _fetch(self) -> None:
         self.repo.run("fetch", "--quiet", "--no-tags", self.remote)
@@ -662,78 +673,3 @@ def commit_message(root: Path, repo: Repo, files: int) -> str:
         return f"memory-forest sync: {files} {noun} changed"
     done = ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
     return f"memory-forest sync: {done} ({files} {noun})"
-
-
-# --- modes -----------------------------------------------------------------------------------
-
-
-def restore_modes(root: Path) -> dict[str, Any]:
-    """0700/0600 on the forest (``doctor --repair``'s walk) and on git's files at the root.
-
-    A clone or a merge writes with the user's umask (0644, 0755). Inside
-    ``.git`` only the group and other bits are taken away: git keeps its
-    objects read-only, and private is the point, not writable.
-    """
-    from .modes import repair_modes, restore_mode
-
-    report = repair_modes(Forest.of(root))
-    for name in (".", ".gitignore", ".gitattributes"):
-        try:
-            st = os.lstat(root / name)
-        except FileNotFoundError:
-            continue
-        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
-            try:
-                report["modes"].append(restore_mode(root, name))
-            except (ForestError, OSError) as exc:
-                report["modes_failed"].append({"path": name, "code": getattr(
-                    exc, "code", type(exc).__name__)})
-    report["git_modes"] = _private_git_dir(root)
-    report["modes"] = report["modes"][:MAX_LISTED]
-    return report
-
-
-def _private_git_dir(root: Path) -> int:
-    """Strip group and other bits under ``.git``, never following a symlink; how many."""
-    changed = 0
-    top = root / ".git"
-    try:
-        if stat.S_ISLNK(os.lstat(top).st_mode):
-            return 0
-    except FileNotFoundError:
-        return 0
-    stack = [top]
-    while stack:
-        directory = stack.pop()
-        changed += _private_entry(directory)
-        try:
-            with os.scandir(directory) as it:
-                listed = list(it)
-        except OSError:
-            continue
-        for entry in listed:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:  # git removed it since the listing (a pack, a lock)
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(Path(entry.path))
-            elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-                changed += _private_entry(Path(entry.path))
-    return changed
-
-
-def _private_entry(path: Path) -> int:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return 0
-    try:
-        mode = stat.S_IMODE(os.fstat(fd).st_mode)
-        if not mode & 0o077:
-            return 0
-        os.fchmod(fd, mode & 0o700)
-        return 1
-    finally:
-        os.close(fd)
