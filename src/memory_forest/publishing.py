@@ -236,6 +236,17 @@ def not_checked_out(repo: Repo, theirs: str, publish: tuple[str, ...]) -> dict[s
     return _fresh(incoming_refused(repo, theirs, publish), _kept_out(repo, publish))
 
 
+def still_out(found: dict[str, Any] | None, publish: tuple[str, ...]
+              ) -> dict[str, Any] | None:
+    """A ``not_checked_out`` report once the publish list changed: what it now owns is
+    checked out, so no longer listed."""
+    if found is None:
+        return None
+    kept = [entry for entry in found["paths"] if entry["reason"] in _MODE_REASONS.values()
+            or path_reason(entry["path"], publish) is not None]
+    return summary(kept) if kept else None
+
+
 def _kept_out(repo: Repo, publish: tuple[str, ...]) -> set[str]:
     """The entries out of the work tree (skip-worktree) that the rule still does not own."""
     return {path for tag, mode, path in _index_entries(repo)

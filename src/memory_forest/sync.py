@@ -362,6 +362,8 @@ class _Sync:
         if publish != self.publish:
             self.publish = publish
             publishing.leave_out(self.repo, None, publish)
+            self.out["not_checked_out"] = publishing.still_out(
+                self.out.get("not_checked_out"), publish)
 
     def _fetch(self) -> None:
         self.repo.run("fetch", "--quiet", "--no-tags", self.remote)
