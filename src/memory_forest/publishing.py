@@ -259,17 +259,29 @@ def _fresh(incoming: list[dict[str, str]], kept_out: set[str]) -> dict[str, Any]
 
 
 def incoming_refused(repo: Repo, theirs: str, publish: tuple[str, ...]) -> list[dict[str, str]]:
-    """The entries of ``theirs``' tree the forest does not own, with the reason."""
+    """The entries the forest does not own that a merge of ``theirs`` would bring.
+
+    With a common commit, only what ``theirs`` changed since it (in proportion
+    to the change): an entry both sides already had is either left out here
+    or one this sync just stopped tracking, which the merge then deletes.
+    """
     if not repo.has_commit(theirs):
         return []
+    if repo.has_commit() and repo.run("merge-base", "HEAD", theirs, check=False).returncode == 0:
+        fields = repo.lines_z("diff", "--raw", "-z", "--no-renames", "--no-abbrev",
+                              f"HEAD...{theirs}")
+        entries = [(info.split(" ")[1], path) for info, path in zip(fields[::2], fields[1::2],
+                                                                    strict=True)
+                   if not info.endswith("D")]
+    else:
+        entries = [(line.split(" ", 1)[0], line.partition("\t")[2])
+                   for line in repo.lines_z("ls-tree", "-r", "-z", "--full-tree", theirs)]
     found = []
-    for line in repo.lines_z("ls-tree", "-r", "-z", "--full-tree", theirs):
-        info, _, path = line.partition("\t")
-        mode = info.split(" ", 1)[0]
+    for mode, path in entries:
         reason = entry_reason(mode, path, publish)
         if reason is not None:
             found.append({"path": path, "reason": reason})
-    return found
+    return sorted(found, key=lambda entry: entry["path"])
 
 
 def _tracked_here(repo: Repo, path: str) -> bool:
