@@ -263,3 +263,25 @@ def test_a_bad_publish_list_stops_the_library_too(tmp_path: Path) -> None:
     operations.init(root)
     opt_in(root, "../outside")
     raises_code(lambda: sync(root), "config_bad_sync")
+
+
+def test_a_file_of_yours_where_the_remote_brings_one_by_hand_stays_yours(pair) -> None:
+    remote, a, b = pair
+    write_file(b, "notes.txt", b"beta's\n")
+    git(b, "add", "-f", "--", "notes.txt")
+    git(b, "commit", "-q", "-m", "by hand")
+    git(b, "push", "-q", "origin", "HEAD")
+    write_file(a, "notes.txt", b"alpha's\n")
+
+    code, merged = cli("alpha", "sync", a)
+    assert code == 0, merged
+    assert (a / "notes.txt").read_bytes() == b"alpha's\n"
+    code, after = cli("alpha", "sync", a)
+    assert code == 0 and (a / "notes.txt").read_bytes() == b"alpha's\n", after
+    code, theirs = cli("beta", "sync", b)
+    assert code == 0 and (b / "notes.txt").read_bytes() == b"beta's\n", theirs
+    code, settled = cli("alpha", "sync", a)
+    assert code == 0 and (a / "notes.txt").read_bytes() == b"alpha's\n", settled
+    assert "notes.txt" not in tree(remote)
+    assert "+beta's" in git(remote, "log", "-p", "--", "notes.txt")  # the history keeps it
+    assert "alpha's" not in git(remote, "log", "-p", "--", "notes.txt")

@@ -160,11 +160,13 @@ def _index_entries(repo: Repo) -> list[tuple[str, str, str]]:
 def stage(repo: Repo, outgoing: Plan) -> None:
     """Stage the published changes and take the non-owned tracked paths out of the index
     (their files stay); never ``git add -A``."""
+    # --sparse: a path kept out of the work tree by the patterns below is still git's to
+    # update in the index (without it, git refuses and commits nothing)
     if outgoing.untrack:
-        _with_paths(repo, ("rm", "-q", "--cached", "--ignore-unmatch"),
+        _with_paths(repo, ("rm", "-q", "--sparse", "--cached", "--ignore-unmatch"),
                     (entry["path"] for entry in outgoing.untrack))
     if outgoing.published:
-        _with_paths(repo, ("add", "-A"), outgoing.published)
+        _with_paths(repo, ("add", "-A", "--sparse"), outgoing.published)
 
 
 def _with_paths(repo: Repo, command: tuple[str, ...], paths: Iterable[str]) -> None:
