@@ -285,3 +285,31 @@ def test_a_file_of_yours_where_the_remote_brings_one_by_hand_stays_yours(pair) -
     assert "notes.txt" not in tree(remote)
     assert "+beta's" in git(remote, "log", "-p", "--", "notes.txt")  # the history keeps it
     assert "alpha's" not in git(remote, "log", "-p", "--", "notes.txt")
+
+
+def test_a_file_no_longer_published_but_changed_on_the_remote_is_never_written_over(pair
+                                                                                 ) -> None:
+    """A tracked ``notes.txt`` that this sync stops tracking while another machine (by hand,
+    or an older version) changes it: git would leave the other version in its place, so
+    nothing is merged and the local bytes stay."""
+    remote, a, b = pair
+    write_file(a, "notes.txt", b"v1\n")
+    git(a, "add", "-f", "--", "notes.txt")
+    git(a, "commit", "-q", "-m", "by hand")
+    git(a, "push", "-q", "origin", "HEAD")
+    git(b, "pull", "-q", "--no-rebase", "origin", "HEAD")
+    write_file(b, "notes.txt", b"v2 from beta\n")
+    git(b, "commit", "-q", "-am", "beta edits by hand")
+    git(b, "push", "-q", "origin", "HEAD")
+    write_file(a, "notes.txt", b"v1 edited on alpha\n")
+
+    code, refused = cli("alpha", "sync", a)
+    assert code == 1 and refused["error"]["code"] == "sync_conflict", refused
+    assert refused["error"]["details"]["paths"] == ["notes.txt"]
+    assert (a / "notes.txt").read_bytes() == b"v1 edited on alpha\n"
+    assert not (a / ".git" / "MERGE_HEAD").exists()
+    os.rename(a / "notes.txt", a / "notes-mine.txt")  # what the message asks
+    code, merged = cli("alpha", "sync", a)
+    assert code == 0, merged
+    assert (a / "notes-mine.txt").read_bytes() == b"v1 edited on alpha\n"
+    assert (a / "notes.txt").read_bytes() == b"v2 from beta\n"  # the changed side, kept

@@ -216,21 +216,42 @@ def leave_out(repo: Repo, theirs: str | None, publish: tuple[str, ...]
     kept_out = _kept_out(repo, publish)
     incoming = incoming_refused(repo, theirs, publish) if theirs else []
     paths = sorted(kept_out | {entry["path"] for entry in incoming})
-    in_place = sorted(entry["path"] for entry in incoming
-                      if entry["path"] not in kept_out and _tracked_here(repo, entry["path"]))
+    blocked = _blocked(repo, theirs, incoming, kept_out) if theirs else []
     unwritable = [path for path in paths if "\n" in path or "\r" in path]
-    if in_place or unwritable:
-        raise ForestError("sync_conflict", "the remote turns a path this forest publishes "
-                          "into one it does not own (a symlink, a submodule) or names one no "
-                          "pattern can hold; nothing was merged; make the two sides agree on "
-                          "one machine, then sync again", {"paths": (in_place or unwritable)
-                                                            [:MAX_LISTED]})
+    if blocked or unwritable:
+        raise ForestError("sync_conflict", "the remote changed a path in a way git cannot "
+                          "merge without writing over the file here (a published file turned "
+                          "into a symlink or submodule, or a file this machine no longer "
+                          "publishes changed there), or named one no pattern can hold; nothing "
+                          "was merged; make the two sides agree on one machine (move the local "
+                          "file aside), then sync again", {"paths": (blocked or unwritable)
+                                                          [:MAX_LISTED]})
     if paths:
         patterns = "/*\n" + "".join(f"!/{_escape(path)}\n" for path in paths)
         repo.run("sparse-checkout", "set", "--no-cone", "--stdin", stdin=patterns.encode())
     elif repo.get_config("core.sparseCheckout") == "true":
         repo.run("sparse-checkout", "disable")
     return _fresh(incoming, kept_out)
+
+
+def _blocked(repo: Repo, theirs: str, incoming: list[dict[str, str]], kept_out: set[str]
+             ) -> list[str]:
+    """Incoming non-owned entries whose merge would write over a file here: one this forest
+    tracks and publishes, or a local file at a path the common commit held (git leaves its
+    version of a path it merges with a conflict in the work tree, kept out or not)."""
+    base: str | None = None
+    found = []
+    for path in (entry["path"] for entry in incoming if entry["path"] not in kept_out):
+        if _tracked_here(repo, path):
+            found.append(path)
+        elif os.path.lexists(repo.root / path):
+            if base is None:
+                done = repo.run("merge-base", "HEAD", theirs, check=False)
+                base = done.stdout.decode().strip() if done.returncode == 0 else ""
+            if base and repo.run("cat-file", "-e", f"{base}:{path}",
+                                 check=False).returncode == 0:
+                found.append(path)
+    return sorted(found)
 
 
 def not_checked_out(repo: Repo, theirs: str, publish: tuple[str, ...]) -> dict[str, Any] | None:

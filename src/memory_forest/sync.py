@@ -529,7 +529,7 @@ class _Sync:
         from .safety import mkdir_private, write_new_private, write_private
 
         if not writes:
-            self.repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+            self.repo.run("rm", "-q", "--sparse", "--cached", "--ignore-unmatch", "--", path)
             return
         for number, (target, data) in enumerate(writes):
             folder = (self.root / target).parent
@@ -543,7 +543,7 @@ class _Sync:
                 write_private(self.root / target, data)  # never the marked-up file git left
             else:
                 write_new_private(self.root / target, data)
-        self.repo.run("add", "--", *(target for target, _ in writes))
+        self.repo.run("add", "--sparse", "--", *(target for target, _ in writes))
 
     def _blob(self, blob: str) -> bytes:
         return self.repo.run("cat-file", "blob", blob).stdout
