@@ -139,11 +139,10 @@ def plan(repo: Repo, root: Path, publish: tuple[str, ...]) -> Plan:
         else:
             left.append({"path": path.rstrip("/"), "reason": reason})
     untrack = []
-    if repo.has_commit() or fields:
-        for tag, mode, path in _index_entries(repo):
-            reason = entry_reason(mode, path, publish)
-            if tag != "S" and reason is not None:  # S: never checked out here (incoming)
-                untrack.append({"path": path, "reason": reason})
+    for tag, mode, path in _index_entries(repo):
+        reason = entry_reason(mode, path, publish)
+        if tag != "S" and reason is not None:  # S: never checked out here (incoming)
+            untrack.append({"path": path, "reason": reason})
     return Plan(published, left, untrack)
 
 

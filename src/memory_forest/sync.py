@@ -3,7 +3,8 @@
 One run: take the lock; finish or undo an interrupted write (the journal);
 set the repository up (``.gitignore``, ``.gitattributes``, the Daily merge
 driver in the local config: a plain ``git clone`` has none of it); commit
-the canonical changes, after the credential rules found nothing in them;
+the changes to what the forest owns (``publishing``: the rest stays local),
+after the credential rules found nothing in them;
 fetch and merge the remote branch (never a rebase: the history each machine
 wrote stays as it was); restore private modes on everything the merge or
 clone wrote, git's files included; validate and audit (findings are reported,
