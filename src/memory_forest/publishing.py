@@ -82,8 +82,8 @@ def local_reason(root: Path, path: str, publish: tuple[str, ...] = ()) -> str | 
 def allowed_attachment(config: Config, path: str) -> bool:
     """Whether ``forest.json`` opts ``path`` in as an attachment, whose content may be
     binary (the forest's own files are text; an attachment is published on purpose)."""
-    return bool(config.publish) and not path.startswith(STATE_DIR + "/") \
-        and opted_in(config.publish, path)
+    return bool(config.publish) and path_reason(path) is not None \
+        and path_reason(path, config.publish) is None
 
 
 # --- globs ----------------------------------------------------------------------------------
