@@ -190,12 +190,14 @@ def test_what_the_other_machine_committed_by_hand_is_not_checked_out(pair) -> No
     os.symlink("/etc", b / "04 stm" / "etc")
     write_file(b, "loose notes.txt", b"beta's\n")
     write_file(b, "04 stm/p*c.png", b"\x89PNG\r\n\x1a\n")
-    hand = ["04 stm/etc", "loose notes.txt", "04 stm/p*c.png"]
-    git(b, "add", "-f", "--", *hand)
+    git(b, "add", "-f", "--", "04 stm/etc", "loose notes.txt", "04 stm/p*c.png")
+    head = git(b, "rev-parse", "HEAD")
+    git(b, "update-index", "--add", "--cacheinfo", f"160000,{head},03 mtm/sub.md")
     git(b, "commit", "-q", "-m", "by hand")
     git(b, "push", "-q", "origin", "HEAD")
+    hand = ["04 stm/etc", "loose notes.txt", "04 stm/p*c.png", "03 mtm/sub.md"]
     expected = {"04 stm/etc": "symlink", "loose notes.txt": "outside_layers",
-                "04 stm/p*c.png": "extension"}
+                "04 stm/p*c.png": "extension", "03 mtm/sub.md": "submodule"}
 
     code, dry = cli("alpha", "sync", a, "--dry-run")
     assert code == 0 and reasons(dry["incoming"]["not_checked_out"]) == expected

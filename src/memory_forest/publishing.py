@@ -127,22 +127,23 @@ class Plan(NamedTuple):
 
 
 def plan(repo: Repo, root: Path, publish: tuple[str, ...]) -> Plan:
-    """Sort every change git sees (not ignored) into published or left local, and find
-    the tracked entries the forest does not own that sit in this work tree."""
-    fields = repo.lines_z("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                          "--no-renames")
-    published, left = [], []
-    for path in sorted({field[3:] for field in fields if len(field) > 3}):
-        reason = local_reason(root, path, publish)
-        if reason is None:
-            published.append(path)
-        else:
-            left.append({"path": path.rstrip("/"), "reason": reason})
+    """Find the tracked entries the forest does not own that sit in this work tree, and
+    sort every other change git sees (not ignored) into published or left local."""
     untrack = []
     for tag, mode, path in _index_entries(repo):
         reason = entry_reason(mode, path, publish)
         if tag != "S" and reason is not None:  # S: never checked out here (incoming)
             untrack.append({"path": path, "reason": reason})
+    leaving = {entry["path"] for entry in untrack}
+    fields = repo.lines_z("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                          "--no-renames")
+    published, left = [], []
+    for path in sorted({field[3:] for field in fields if len(field) > 3} - leaving):
+        reason = local_reason(root, path, publish)
+        if reason is None:
+            published.append(path)
+        else:
+            left.append({"path": path.rstrip("/"), "reason": reason})
     return Plan(published, left, untrack)
 
 
