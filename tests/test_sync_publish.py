@@ -62,7 +62,7 @@ def drop_everything(root: Path, outside: Path) -> dict[str, str]:
     os.symlink("/etc", root / "04 stm" / "etc")
     os.symlink(outside, root / "03 mtm" / "elsewhere.md")
     write_file(root, "random.bin", os.urandom(64))
-    write_file(root, ".env", b"API_TOKEN=not-for-the-remote\n")
+    write_file(root, ".env", b"EDITOR=vim\n")
     write_file(root, "04 stm/notes.txt", b"shopping list\n")
     write_file(root, "04 stm/garden/photo.png", b"\x89PNG\r\n\x1a\n" + bytes(32))
     write_file(root, "06 istm/stray.md", b"# not an event log\n")

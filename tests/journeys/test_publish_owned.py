@@ -61,7 +61,7 @@ def test_the_other_machine_gets_only_memory_then_an_attachment_opted_in(tmp_path
     os.symlink("/etc", a / "04 stm" / "system")
     os.symlink(private, a / "03 mtm" / "diary.md")
     (a / "04 stm/kitchen/fermentation/peppers.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
-    (a / ".env").write_text("DATABASE_URL=postgres://me:hunter2@db/prod\n", encoding="utf-8")
+    (a / ".env").write_text("EDITOR=vim\n", encoding="utf-8")
     (a / "notes.txt").write_text("call the plumber\n", encoding="utf-8")
     (a / "random.bin").write_bytes(os.urandom(256))
     left = {"04 stm/system", "03 mtm/diary.md", "04 stm/kitchen/fermentation/peppers.png",
