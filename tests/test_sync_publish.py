@@ -315,3 +315,15 @@ def test_a_file_no_longer_published_but_changed_on_the_remote_is_never_written_o
     assert code == 0, merged
     assert (a / "notes-mine.txt").read_bytes() == b"v1 edited on alpha\n"
     assert (a / "notes.txt").read_bytes() == b"v2 from beta\n"  # the changed side, kept
+
+
+def test_a_scheduled_sync_counts_what_it_left_local(pair) -> None:
+    from memory_forest.maintain import maintain
+
+    remote, a, _ = pair
+    write_file(a, "notes.txt", b"the plumber's number\n")
+    remember(a, content=LEAF_FACT, title="Rain barrel tap")
+    ran = maintain(a, sync=True)
+    assert ran["ok"] and ran["steps"]["sync"]["left_local"] == 1, ran
+    assert ran["steps"]["sync"]["pushed"] and "notes.txt" not in tree(remote)
+    assert "notes" not in json.dumps(ran["steps"]["sync"])  # counts only, never a path
