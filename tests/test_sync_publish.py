@@ -170,6 +170,7 @@ def test_a_tracked_path_the_forest_does_not_own_stops_being_tracked(pair) -> Non
     assert code == 0 and reasons(dry["stop_tracking"]) == {"notes.txt": "outside_layers",
                                                            "04 stm/etc": "symlink"}
     assert dry["would_commit"] == []
+    SyncResult.model_validate(dry)
     code, synced = cli("alpha", "sync", a)
     assert code == 0 and synced["pushed"], synced
     assert reasons(synced["stopped_tracking"]) == {"notes.txt": "outside_layers",
@@ -204,6 +205,8 @@ def test_what_the_other_machine_committed_by_hand_is_not_checked_out(pair) -> No
     code, merged = cli("alpha", "sync", a)
     assert code == 0 and merged["pulled"]["commits"] == 1, merged
     assert reasons(merged["pulled"]["not_checked_out"]) == expected
+    SyncResult.model_validate(dry)
+    SyncResult.model_validate(merged)
     for path in hand:
         assert not os.path.lexists(a / path), path
 
