@@ -206,6 +206,16 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_sync_unsafe_remote.py",),
     ),
     Breakage(
+        "sync publishes a symlink in a layer", "publishing.py",
+        (("    if stat.S_ISLNK(st.st_mode):\n        return \"symlink\"\n", ""),),
+        ("tests/test_sync_publish.py",),
+    ),
+    Breakage(
+        "sync checks out what another machine committed by hand", "publishing.py",
+        (("    if paths:\n        patterns", "    if not paths:\n        patterns"),),
+        ("tests/test_sync_publish.py",),
+    ),
+    Breakage(
         "doctor --repair leaves a stale .git/index.lock", "syncsafety.py",
         (("        os.unlink(root / INDEX_LOCK)\n", "        os.stat(root / INDEX_LOCK)\n"),),
         ("tests/test_sync_unsafe_remote.py",),

@@ -82,11 +82,34 @@ def test_limits_override_only_what_they_name() -> None:
         (encoded(limits={"max_files": True}), "config_bad_limits"),
         (encoded(limits={"max_files": 1.5}), "config_bad_limits"),
         (encoded(limits={"max_files": "10"}), "config_bad_limits"),
+        (encoded(sync=[]), "config_bad_sync"),
+        (encoded(sync={"publish": ["a/**"], "push": True}), "config_bad_sync"),
+        (encoded(sync={"publish": "a/**"}), "config_bad_sync"),
+        (encoded(sync={"publish": ["a/**"] * 101}), "config_bad_sync"),
+        (encoded(sync={"publish": [""]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["a" * 501]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["/a"]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["a\\b"]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["a\nb"]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["a//b"]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["a/./b"]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["a/x**"]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["*.png"]}), "config_bad_sync"),
+        (encoded(sync={"publish": ["?/x"]}), "config_bad_sync"),
+        (encoded(sync={"publish": [".GIT./hooks/x"]}), "config_bad_sync"),
+        (encoded(sync={"publish": [".memory-forest/index.sqlite3"]}), "config_bad_sync"),
     ],
 )
 def test_each_config_problem_has_its_code(raw: bytes, code: str) -> None:
     error = raises_code(lambda: parse_config(raw), code)
     assert error.details == {"path": ".memory-forest/forest.json"}
+
+
+def test_a_publish_list_is_kept_in_order() -> None:
+    config = parse_config(encoded(sync={"publish": ["04 stm/**/*.png", "attachments/**"]}))
+    assert config.publish == ("04 stm/**/*.png", "attachments/**")
+    assert parse_config(encoded(sync={})).publish == ()
+    assert parse_config(encoded()).publish == ()
 
 
 # --- loading from a forest ------------------------------------------------------------------

@@ -28,6 +28,7 @@ from memory_forest.writers.capture import capture_events
 from memory_forest.writers.remember import remember
 from tests.conftest import raises_code, run_cli
 from tests.forestkit import write_file
+from tests.gitkit import git as hand_git
 from tests.test_sync import _hermetic_git, audit_errors, canonical, event, git, machine  # noqa: F401
 
 TAG = r"-conflict-beta-[0-9]{8}T[0-9]{6}Z"  # A merges; the copies hold B's versions
@@ -195,34 +196,65 @@ def test_the_config_changed_on_both_sides_keeps_ours_and_reports_theirs(example_
     clean(a)
 
 
-def test_a_file_outside_the_layers_gets_a_copy_too(example_pair, monkeypatch) -> None:
+def opt_in(a: Path, b: Path, monkeypatch, *globs: str) -> None:
+    """Publish ``globs`` as attachments from ``forest.json`` on A; B gets the config."""
+    path = a / ".memory-forest" / "forest.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**config, "sync": {"publish": list(globs)}}), encoding="utf-8")
+    machine(monkeypatch, "alpha")
+    sync(a)
+    machine(monkeypatch, "beta")
+    sync(b)
+
+
+def test_an_opted_in_attachment_gets_a_copy_too(example_pair, monkeypatch) -> None:
     _, a, b = example_pair
-    write_file(a, "notes.txt", b"alpha's notes\n")
-    write_file(b, "notes.txt", b"beta's notes\n")
+    opt_in(a, b, monkeypatch, "attachments/**")
+    write_file(a, "attachments/notes.txt", b"alpha's notes\n")
+    write_file(b, "attachments/notes.txt", b"beta's notes\n")
     machine(monkeypatch, "beta")
     sync(b)
     machine(monkeypatch, "alpha")
     merged = sync(a)
     ((found),) = merged["conflicts"]
-    assert found["kind"] == "copy" and found["copy"].startswith("notes-conflict-beta-")
+    assert found["kind"] == "copy"
+    assert found["copy"].startswith("attachments/notes-conflict-beta-")
     assert found["copy"].endswith(".txt")
-    assert (a / "notes.txt").read_bytes() == b"alpha's notes\n"
+    assert (a / "attachments/notes.txt").read_bytes() == b"alpha's notes\n"
     assert (a / found["copy"]).read_bytes() == b"beta's notes\n"
 
 
-def test_a_symlink_changed_two_ways_is_the_conflict_left(example_pair, monkeypatch) -> None:
-    """Git stores a symlink as its target, and the forest never follows one: there is no
-    second valid document to make of it, so the merge is undone (``sync_conflict``)."""
-    _, a, b = example_pair
+def test_a_symlink_made_on_both_sides_stays_on_each(example_pair, monkeypatch) -> None:
+    """Git stores a symlink as its target, and the forest never follows one: it is never
+    published, so the two machines' symlinks never meet."""
+    remote, a, b = example_pair
     os.symlink("one", a / "pointer")
     os.symlink("two", b / "pointer")
     machine(monkeypatch, "beta")
-    sync(b)
+    assert sync(b)["left_local"]["paths"] == [{"path": "pointer", "reason": "symlink"}]
+    machine(monkeypatch, "alpha")
+    merged = sync(a)
+    assert "conflicts" not in merged and merged["left_local"]["count"] == 1
+    assert os.readlink(a / "pointer") == "one" and os.readlink(b / "pointer") == "two"
+    assert "pointer" not in git(remote, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+
+
+def test_a_leaf_the_remote_turned_into_a_symlink_is_the_conflict_left(example_pair,
+                                                                      monkeypatch) -> None:
+    """A hand commit replaced a leaf with a symlink: the leaf cannot be left out of the
+    work tree without losing it here, so nothing is merged (``sync_conflict``)."""
+    _, a, b = example_pair
+    leaf = next(path.relative_to(b).as_posix() for path in sorted((b / "04 stm").rglob("*.md")))
+    os.unlink(b / leaf)
+    os.symlink("/etc/hostname", b / leaf)
+    hand_git(b, "add", "--", leaf)
+    hand_git(b, "commit", "-q", "-m", "a leaf becomes a symlink")
+    hand_git(b, "push", "-q", "origin", "HEAD")
     machine(monkeypatch, "alpha")
     files = canonical(a)
     error = raises_code(lambda: sync(a), "sync_conflict")
-    assert error.details["paths"] == ["pointer"]
-    assert os.readlink(a / "pointer") == "one" and canonical(a) == files
+    assert error.details["paths"] == [leaf]
+    assert canonical(a) == files and (a / leaf).is_file() and not (a / leaf).is_symlink()
     assert not (a / ".git" / "MERGE_HEAD").exists()
 
 
@@ -230,15 +262,16 @@ def test_a_file_where_the_other_side_has_a_folder_is_the_conflict_left(example_p
                                                                        monkeypatch) -> None:
     """Git would move the file aside to a name neither side chose: the merge is undone."""
     _, a, b = example_pair
-    write_file(a, "notes", b"a file\n")
-    write_file(b, "notes/inside.txt", b"a file in a folder\n")
+    write_file(a, "04 stm/notes.md", b"a file\n")
+    write_file(b, "04 stm/notes.md/inside.md", b"a file in a folder\n")
     machine(monkeypatch, "beta")
     sync(b)
     machine(monkeypatch, "alpha")
     error = raises_code(lambda: sync(a), "sync_conflict")
-    assert error.details["paths"] == ["notes"]
-    assert (a / "notes").read_bytes() == b"a file\n"
-    assert not (a / ".git" / "MERGE_HEAD").exists() and not (a / "notes~HEAD").exists()
+    assert error.details["paths"] == ["04 stm/notes.md"]
+    assert (a / "04 stm/notes.md").read_bytes() == b"a file\n"
+    assert not (a / ".git" / "MERGE_HEAD").exists()
+    assert not (a / "04 stm/notes.md~HEAD").exists()
 
 
 # --- a forest with no remote ----------------------------------------------------------------

@@ -16,11 +16,13 @@ from .errors import ForestError
 from .jsonio import StrictJSONError, loads_strict
 from .layers import LAYERS
 from .safety import read_regular
-from .statefiles import CONFIG, state_rel
+from .statefiles import CONFIG, STATE_DIR, state_rel
 
 CONFIG_SCHEMA_VERSION = 1
 _FOREST_ID = re.compile(r"[0-9a-f]{32}")
-_KEYS = {"schema_version", "forest_id", "layers", "limits"}
+_KEYS = {"schema_version", "forest_id", "layers", "limits", "sync"}
+MAX_PUBLISH_GLOBS = 100
+MAX_GLOB_CHARS = 500
 MAX_CONFIG_BYTES = 1024 * 1024  # a config is a few hundred bytes; anything huge is not one
 
 DEFAULT_LIMITS: dict[str, int] = {
@@ -39,6 +41,7 @@ class Config(NamedTuple):  # read on the per-turn path: no dataclasses import
     limits: dict[str, int] = DEFAULT_LIMITS  # never mutated
     present: bool = True
     schema_version: int = CONFIG_SCHEMA_VERSION
+    publish: tuple[str, ...] = ()  # sync's opt-in globs for attachments (publishing.py)
 
 
 def new_config_bytes() -> bytes:
@@ -120,7 +123,8 @@ def parse_config(raw: bytes) -> Config:
         raise _bad("config_bad_forest_id", "forest_id must be 32 lowercase hex characters")
     if data.get("layers") != [layer.dirname for layer in LAYERS]:
         raise _bad("config_bad_layers", "layers must list the seven canonical layer directories")
-    return Config(forest_id=forest_id, limits=_limits(data.get("limits", {})))
+    return Config(forest_id=forest_id, limits=_limits(data.get("limits", {})),
+                  publish=_publish(data.get("sync", {})))
 
 
 def _limits(raw: Any) -> dict[str, int]:
@@ -134,6 +138,39 @@ def _limits(raw: Any) -> dict[str, int]:
             raise _bad("config_bad_limits", f"limit '{key}' must be a positive integer")
         limits[key] = value
     return limits
+
+
+def _publish(raw: Any) -> tuple[str, ...]:
+    """``"sync": {"publish": [glob, ...]}``: root-relative globs of attachments sync
+    publishes on purpose; never inside ``.git`` or the state directory."""
+    if not isinstance(raw, dict) or set(raw) - {"publish"}:
+        raise _bad("config_bad_sync", 'sync must be an object whose only key is "publish"')
+    globs = raw.get("publish", [])
+    if not isinstance(globs, list) or len(globs) > MAX_PUBLISH_GLOBS:
+        raise _bad("config_bad_sync", f"sync.publish must be a list of at most "
+                   f"{MAX_PUBLISH_GLOBS} globs")
+    for glob in globs:
+        problem = _glob_problem(glob)
+        if problem:
+            shown = glob[:80] if isinstance(glob, str) else type(glob).__name__
+            raise _bad("config_bad_sync", f"sync.publish glob {shown!r} {problem}")
+    return tuple(globs)
+
+
+def _glob_problem(glob: Any) -> str | None:
+    if not isinstance(glob, str) or not glob or len(glob) > MAX_GLOB_CHARS:
+        return f"must be a non-empty string of at most {MAX_GLOB_CHARS} characters"
+    if glob.startswith("/") or "\\" in glob or any(ord(char) < 32 for char in glob):
+        return "must be root-relative, '/'-separated, with no backslash or control character"
+    segments = glob.split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        return "must not hold empty, '.' or '..' segments"
+    if any("**" in segment and segment != "**" for segment in segments):
+        return "may use '**' only as a whole segment"
+    first = segments[0].rstrip(". ").lower()
+    if first in (".git", "git~1", STATE_DIR) or "*" in first or "?" in first:
+        return f"must start with a named folder or file, not .git, {STATE_DIR} or a wildcard"
+    return None
 
 
 # Every config failure ends with what to do: doctor shows the file's state once it is fixed.

@@ -193,6 +193,7 @@ def _synced(done: dict[str, Any]) -> dict[str, Any]:
     return {"committed": committed["files"] if committed else 0,
             "pulled": pulled["files"] if pulled else 0,
             "conflicts": len(done.get("conflicts") or []), "pushed": bool(done.get("pushed")),
+            "left_local": (done.get("left_local") or {}).get("count", 0),
             "nothing_to_do": done["nothing_to_do"]}
 
 

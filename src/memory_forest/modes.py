@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import ForestError
+from .forest import Forest
 
-if TYPE_CHECKING:
-    from .forest import Forest
+MAX_LISTED_MODES = 200  # sync lists what it changed, briefly
 
 
 def repair_modes(forest: Forest) -> dict[str, Any]:
@@ -67,3 +67,72 @@ def restore_mode(root: Path, rel: str) -> dict[str, str]:
     finally:
         os.close(fd)
     return {"path": rel, "was": f"{stat.S_IMODE(st.st_mode):04o}", "now": f"{want:04o}"}
+
+def restore_modes(root: Path) -> dict[str, Any]:
+    """0700/0600 on the forest (``doctor --repair``'s walk) and on git's files at the root.
+
+    A clone or a merge writes with the user's umask (0644, 0755). Inside
+    ``.git`` only the group and other bits are taken away: git keeps its
+    objects read-only, and private is the point, not writable.
+    """
+    report = repair_modes(Forest.of(root))
+    for name in (".", ".gitignore", ".gitattributes"):
+        try:
+            st = os.lstat(root / name)
+        except FileNotFoundError:
+            continue
+        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
+            try:
+                report["modes"].append(restore_mode(root, name))
+            except (ForestError, OSError) as exc:
+                report["modes_failed"].append({"path": name, "code": getattr(
+                    exc, "code", type(exc).__name__)})
+    report["git_modes"] = _private_git_dir(root)
+    report["modes"] = report["modes"][:MAX_LISTED_MODES]
+    return report
+
+
+def _private_git_dir(root: Path) -> int:
+    """Strip group and other bits under ``.git``, never following a symlink; how many."""
+    changed = 0
+    top = root / ".git"
+    try:
+        if stat.S_ISLNK(os.lstat(top).st_mode):
+            return 0
+    except FileNotFoundError:
+        return 0
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        changed += _private_entry(directory)
+        try:
+            with os.scandir(directory) as it:
+                listed = list(it)
+        except OSError:
+            continue
+        for entry in listed:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:  # git removed it since the listing (a pack, a lock)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(entry.path))
+            elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+                changed += _private_entry(Path(entry.path))
+    return changed
+
+
+def _private_entry(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return 0
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if not mode & 0o077:
+            return 0
+        os.fchmod(fd, mode & 0o700)
+        return 1
+    finally:
+        os.close(fd)

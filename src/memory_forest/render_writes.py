@@ -154,6 +154,7 @@ def sync(outcome: dict[str, Any]) -> None:
                                                            else " (new repository)"))
         for path in would[:MAX_LISTED_ISSUES]:
             out.print(f"  {escape(path)}")
+        _left(outcome)
         incoming = outcome.get("incoming")
         out.print("would pull nothing" if not incoming or not incoming["commits"] else
                    f"would pull {incoming['commits']} commit(s), {incoming['files']} file(s)")
@@ -169,6 +170,7 @@ def sync(outcome: dict[str, Any]) -> None:
         out.print(f"committed {committed['files']} file(s): {escape(committed['message'])}")
     if pulled.get("commits"):
         out.print(f"pulled {pulled['commits']} commit(s), {pulled['files']} file(s)")
+    _left(outcome)
     for conflict in outcome.get("conflicts", []):
         out.print(f"[yellow]conflict[/] {escape(conflict['path'])}: {_conflict_note(conflict)}")
     errors = (outcome.get("checks") or {}).get("errors") or []
@@ -178,6 +180,24 @@ def sync(outcome: dict[str, Any]) -> None:
     if outcome.get("remote") is None:
         pushed = "no remote to push to ('memory-forest sync ROOT --init URL' adds one)"
     out.print(f"sync [green]ok[/]: {pushed} ({outcome['seconds']} s)")
+
+
+def _left(outcome: dict[str, Any]) -> None:
+    """One short line per kind of path sync keeps to this machine."""
+    incoming = outcome.get("pulled") or outcome.get("incoming") or {}
+    for key, what in (("left_local", "left local (not the forest's)"),
+                      ("stop_tracking", "would stop tracking (files kept)"),
+                      ("stopped_tracking", "stopped tracking (files kept)")):
+        _left_line(outcome.get(key), what)
+    _left_line(incoming.get("not_checked_out"), "not checked out from the remote")
+
+
+def _left_line(found: dict[str, Any] | None, what: str) -> None:
+    if not found or not found["count"]:
+        return
+    shown = ", ".join(escape(entry["path"]) for entry in found["paths"][:3])
+    more = f" and {found['count'] - 3} more" if found["count"] > 3 else ""
+    out.print(f"{found['count']} path(s) {what}: {shown}{more}")
 
 
 def _conflict_note(conflict: dict[str, Any]) -> str:

@@ -236,10 +236,21 @@ class StatusResult(Result):
                                 "path), each with 'piece', 'code' and the 'fix'.")
 
 
+class SyncLeft(BaseModel):
+    count: int
+    paths: list[dict[str, str]] = Field(description="At most 200, each a 'path' and the "
+                                        "'reason' it is not published: 'symlink', "
+                                        "'submodule', 'repository', 'not_regular', "
+                                        "'outside_layers', 'extension', 'state'.")
+
+
 class SyncPaths(BaseModel):
     commits: int = Field(description="Commits the merge brought (or would bring).")
     files: int
     paths: list[str] = Field(description="Root-relative paths, at most 200.")
+    not_checked_out: SyncLeft | None = Field(None, description="Entries of the remote's "
+                                             "tree the forest does not own, kept out of the "
+                                             "work tree.")
 
 
 class SyncCommit(BaseModel):
@@ -267,6 +278,14 @@ class SyncResult(Result):
     recovered: str | None = None
     would_commit: list[str] | None = Field(None, description="Dry run: the paths a commit "
                                            "would take.")
+    left_local: SyncLeft | None = Field(None, description="Changes in the folder sync does "
+                                        "not publish (docs/sync.md).")
+    stop_tracking: SyncLeft | None = Field(None, description="Dry run: tracked paths the "
+                                           "forest does not own that a commit would take out "
+                                           "of the index.")
+    stopped_tracking: SyncLeft | None = Field(None, description="Tracked paths the forest "
+                                              "does not own, taken out of the index (the "
+                                              "files stay).")
     incoming: SyncPaths | None = None
     committed: SyncCommit | None = None
     pulled: SyncPaths | None = None

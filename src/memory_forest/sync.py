@@ -3,7 +3,8 @@
 One run: take the lock; finish or undo an interrupted write (the journal);
 set the repository up (``.gitignore``, ``.gitattributes``, the Daily merge
 driver in the local config: a plain ``git clone`` has none of it); commit
-the canonical changes, after the credential rules found nothing in them;
+the changes to what the forest owns (``publishing``: the rest stays local),
+after the credential rules found nothing in them;
 fetch and merge the remote branch (never a rebase: the history each machine
 wrote stays as it was); restore private modes on everything the merge or
 clone wrote, git's files included; validate and audit (findings are reported,
@@ -36,12 +37,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import syncconflicts
+from . import publishing, syncconflicts
+from .config import load_config
 from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest
 from .gitrepo import Repo
 from .lockline import DEFAULT_WAIT
+from .modes import restore_modes
+from .publishing import Plan, summary
 from .statefiles import CONFIG, state_rel
 from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
 from .testhooks import crash_point
@@ -51,7 +55,6 @@ DEFAULT_REMOTE = "origin"
 SYNC_FILES = (".gitignore", ".gitattributes")
 # Both sides changed one of these: ours is kept, theirs reported (config, not memory).
 CONFIG_PATHS = frozenset({*SYNC_FILES, state_rel(CONFIG)})
-# What git stores as a plain file (a symlink is 120000, a submodule 160000).
 MAX_SCAN_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 200
 
@@ -112,6 +115,7 @@ class _Sync:
         self.root, self.remote, self.named = root, remote, named
         self.dry_run, self.allow_secrets = dry_run, allow_secrets
         self.repo = Repo(root)
+        self.publish = load_config(root).publish
         self.out: dict[str, Any] = {"remote": remote, "dry_run": dry_run, "created": False}
 
     def run(self, init: str | None) -> dict[str, Any]:
@@ -124,16 +128,16 @@ class _Sync:
         if not repo.exists():
             if self.dry_run:
                 return {**out, "remote": self.remote if init is not None else None,
-                        "created": True, "nothing_to_do": False,
-                        "would_commit": self._would_commit_all(), "incoming": None}
+                        "created": True, "nothing_to_do": False, "incoming": None,
+                        **self._would(self._would_publish_all())}
             repo.init()
             out["created"] = True
         refuse_index_lock(self.root)
         if init is not None:
             self._add_remote(init)
             if self.dry_run and self.remote not in repo.remotes():
-                return {**out, "nothing_to_do": False, "would_commit": self._changes(),
-                        "incoming": None}  # the remote would be added: nothing to fetch yet
+                return {**out, "nothing_to_do": False, "incoming": None,
+                        **self._would(self._plan())}  # the remote is not added: no fetch yet
         remotes = repo.remotes()
         if self.remote not in remotes:
             if self.named or remotes:
@@ -158,28 +162,32 @@ class _Sync:
         join = init is not None
         if not self.dry_run and not repo.has_commit() and repo.has_commit(
                 self._tracking(branch)):
-            if set(self._changes()) <= set(SYNC_FILES):
+            if set(self._plan().published) <= set(SYNC_FILES):
                 # a clone of a remote whose HEAD names another branch: start from the
                 # remote's history (sync's own two files are written again below)
-                repo.run("checkout", "-f", "-q", "-B", branch, self._tracking(branch))
+                theirs = self._tracking(branch)
+                out["not_checked_out"] = publishing.leave_out(repo, theirs, self.publish)
+                repo.run("checkout", "-f", "-q", "-B", branch, theirs)
                 self._set_up()
             else:
                 join = True  # a forest of its own: its first commit, then the two merge
-        changes = self._changes()
-        findings = self._secrets(changes)
+        outgoing = self._plan()
+        findings = self._secrets(outgoing.published)
         if self.dry_run:
-            return {**out, "would_commit": changes, "secrets": findings,
+            return {**out, **self._would(outgoing), "secrets": findings,
                     "incoming": self._incoming(branch), "nothing_to_do": False}
         self._refuse_secrets(findings)
-        out["committed"] = self._commit(changes) if changes else None
+        out["committed"] = self._commit(outgoing)
         crash_point("sync_committed")
         before = repo.rev("HEAD")
         pulled = self._merge(branch, join)
         crash_point("sync_merged")
+        self._follow_config()
         changed = repo.lines_z("diff", "--name-only", "-z", before, "HEAD") if pulled else []
-        out["pulled"] = {"commits": pulled, "files": len(changed), "paths": changed[:MAX_LISTED]}
-        if not changes and not pulled and _index_exists(self.root) and not out["created"] \
-                and not self._ahead(branch):
+        out["pulled"] = {"commits": pulled, "files": len(changed), "paths": changed[:MAX_LISTED],
+                         "not_checked_out": out.pop("not_checked_out", None)}
+        if out["committed"] is None and not pulled and _index_exists(self.root) \
+                and not out["created"] and not self._ahead(branch):
             return {**out, "nothing_to_do": True, "pushed": False}
         self._settle()
         out["pushed"] = self._push(branch)
@@ -196,14 +204,14 @@ class _Sync:
         out.update(remote=None, branch=None, pulled=None)
         if not self.dry_run:
             self._set_up()
-        changes = self._changes()
-        findings = self._secrets(changes, unpushed=False)
+        outgoing = self._plan()
+        findings = self._secrets(outgoing.published, unpushed=False)
         if self.dry_run:
-            return {**out, "would_commit": changes, "secrets": findings, "incoming": None,
+            return {**out, **self._would(outgoing), "secrets": findings, "incoming": None,
                     "nothing_to_do": False}
         self._refuse_secrets(findings)
-        out["committed"] = self._commit(changes) if changes else None
-        if not changes and _index_exists(self.root) and not out["created"]:
+        out["committed"] = self._commit(outgoing)
+        if out["committed"] is None and _index_exists(self.root) and not out["created"]:
             return {**out, "nothing_to_do": True, "pushed": False}
         self._settle()
         out.update(pushed=False, nothing_to_do=False)
@@ -264,21 +272,20 @@ class _Sync:
             self.repo.config(f"merge.{name}.driver", f"{shlex.quote(sys.executable)} -P -m "
                              f"memory_forest.mergedriver {kind} %O %A %B")
 
-    def _changes(self) -> list[str]:
-        """What a commit would take: every changed, new or deleted path git does not ignore."""
-        fields = self.repo.lines_z("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                                   "--no-renames")
-        return sorted({field[3:] for field in fields if len(field) > 3})
+    def _plan(self) -> Plan:
+        return publishing.plan(self.repo, self.root, self.publish)
 
-    def _would_commit_all(self) -> list[str]:
-        """A forest without a repository: everything the ``.gitignore`` would let in."""
+    def _would_publish_all(self) -> Plan:
+        """A forest without a repository: what its first commit would take."""
         from .safety import walk
-        from .statefiles import CONFIG, STATE_DIR, state_rel
 
         listing = walk(self.root, Forest.of(self.root).limits)
-        return [".gitattributes", ".gitignore", *sorted(
-            entry.path for entry in listing.files
-            if not entry.path.startswith(STATE_DIR + "/") or entry.path == state_rel(CONFIG))]
+        return publishing.would_publish_all(self.root, listing, self.publish)
+
+    def _would(self, outgoing: Plan) -> dict[str, Any]:
+        """A dry run's view of a commit: what it takes, what stays, what stops being tracked."""
+        return {"would_commit": outgoing.published, "left_local": summary(outgoing.left_local),
+                "stop_tracking": summary(outgoing.untrack) if outgoing.untrack else None}
 
     def _secrets(self, paths: list[str], unpushed: bool = True) -> list[dict[str, Any]]:
         """The credential rules over each file that would leave the machine: the changes,
@@ -329,13 +336,33 @@ class _Sync:
     def _tracking(self, branch: str) -> str:
         return f"refs/remotes/{self.remote}/{branch}"
 
-    def _commit(self, changes: list[str]) -> dict[str, Any]:
-        self.repo.run("add", "-A")
+    def _commit(self, outgoing: Plan) -> dict[str, Any] | None:
+        """Commit what the forest owns; list what stays local; None when nothing changed."""
+        self.out["left_local"] = summary(outgoing.left_local)
+        if outgoing.untrack:
+            self.out["stopped_tracking"] = summary(outgoing.untrack)
+        changes = sorted({*outgoing.published, *(entry["path"] for entry in outgoing.untrack)})
+        if not changes:
+            return None
+        publishing.stage(self.repo, outgoing)
         message = commit_message(self.root, self.repo, len(changes))
         signed = f"{message}\n\n{syncconflicts.host_trailer()}\n"
         self.repo.run("commit", "-q", "--no-verify", "-F", "-", stdin=signed.encode())
         return {"commit": self.repo.rev("HEAD"), "files": len(changes),
                 "message": message.split("\n", 1)[0], "paths": changes[:MAX_LISTED]}
+
+    def _follow_config(self) -> None:
+        """The merge may have brought another publish list: the work tree follows it now
+        (an attachment opted in on the other machine is checked out by this sync)."""
+        try:
+            publish = load_config(self.root).publish
+        except ForestError:
+            return  # the checks report the config; the list in force stays
+        if publish != self.publish:
+            self.publish = publish
+            publishing.leave_out(self.repo, None, publish)
+            self.out["not_checked_out"] = publishing.still_out(
+                self.out.get("not_checked_out"), publish)
 
     def _fetch(self) -> None:
         self.repo.run("fetch", "--quiet", "--no-tags", self.remote)
@@ -344,6 +371,11 @@ class _Sync:
         repo, theirs = self.repo, self._tracking(branch)
         if not repo.has_commit(theirs):
             return None
+        return {**self._incoming_paths(theirs),
+                "not_checked_out": publishing.not_checked_out(repo, theirs, self.publish)}
+
+    def _incoming_paths(self, theirs: str) -> dict[str, Any]:
+        repo = self.repo
         if not repo.has_commit():
             paths = repo.lines_z("ls-tree", "-r", "--name-only", "-z", theirs)
             return {"commits": int(repo.out("rev-list", "--count", theirs)),
@@ -376,6 +408,7 @@ class _Sync:
                               "commit with this forest's; to join the two forests on purpose, "
                               "run 'memory-forest sync ROOT --init URL' with the remote's URL",
                               {"remote": self.remote, "branch": branch}, exit_code=2)
+        self.out["not_checked_out"] = publishing.leave_out(repo, theirs, self.publish)
         message = f"memory-forest sync: merge {self.remote}/{branch}"
         trailer = ["-m", syncconflicts.host_trailer()]  # whose versions the merge holds
         args = ["merge", "--no-edit", "--no-stat", "-q", "-m", message, *trailer]
@@ -498,78 +531,3 @@ def commit_message(root: Path, repo: Repo, files: int) -> str:
         return f"memory-forest sync: {files} {noun} changed"
     done = ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
     return f"memory-forest sync: {done} ({files} {noun})"
-
-
-# --- modes -----------------------------------------------------------------------------------
-
-
-def restore_modes(root: Path) -> dict[str, Any]:
-    """0700/0600 on the forest (``doctor --repair``'s walk) and on git's files at the root.
-
-    A clone or a merge writes with the user's umask (0644, 0755). Inside
-    ``.git`` only the group and other bits are taken away: git keeps its
-    objects read-only, and private is the point, not writable.
-    """
-    from .modes import repair_modes, restore_mode
-
-    report = repair_modes(Forest.of(root))
-    for name in (".", ".gitignore", ".gitattributes"):
-        try:
-            st = os.lstat(root / name)
-        except FileNotFoundError:
-            continue
-        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
-            try:
-                report["modes"].append(restore_mode(root, name))
-            except (ForestError, OSError) as exc:
-                report["modes_failed"].append({"path": name, "code": getattr(
-                    exc, "code", type(exc).__name__)})
-    report["git_modes"] = _private_git_dir(root)
-    report["modes"] = report["modes"][:MAX_LISTED]
-    return report
-
-
-def _private_git_dir(root: Path) -> int:
-    """Strip group and other bits under ``.git``, never following a symlink; how many."""
-    changed = 0
-    top = root / ".git"
-    try:
-        if stat.S_ISLNK(os.lstat(top).st_mode):
-            return 0
-    except FileNotFoundError:
-        return 0
-    stack = [top]
-    while stack:
-        directory = stack.pop()
-        changed += _private_entry(directory)
-        try:
-            with os.scandir(directory) as it:
-                listed = list(it)
-        except OSError:
-            continue
-        for entry in listed:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:  # git removed it since the listing (a pack, a lock)
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(Path(entry.path))
-            elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-                changed += _private_entry(Path(entry.path))
-    return changed
-
-
-def _private_entry(path: Path) -> int:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return 0
-    try:
-        mode = stat.S_IMODE(os.fstat(fd).st_mode)
-        if not mode & 0o077:
-            return 0
-        os.fchmod(fd, mode & 0o700)
-        return 1
-    finally:
-        os.close(fd)

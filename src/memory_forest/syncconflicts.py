@@ -25,8 +25,8 @@ from typing import Any
 from .errors import ForestError
 from .gitrepo import FALLBACK_NAME, Repo
 from .layers import LTM_SUFFIX
+from .publishing import REGULAR_MODES
 
-REGULAR_MODES = frozenset({"100644", "100755"})
 HOST_TRAILER = "Memory-Forest-Host"
 UNKNOWN_HOST = "remote"  # their version's machine, when no commit says which it was
 DAILY_RECORD = re.compile(r"05 daily/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md")
@@ -167,7 +167,7 @@ def _write_resolution(repo: Repo, root: Path, path: str, writes: list[tuple[str,
     from .safety import mkdir_private, write_new_private, write_private
 
     if not writes:
-        repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+        repo.run("rm", "-q", "--sparse", "--cached", "--ignore-unmatch", "--", path)
         return
     for number, (target, data) in enumerate(writes):
         folder = (root / target).parent
@@ -181,7 +181,7 @@ def _write_resolution(repo: Repo, root: Path, path: str, writes: list[tuple[str,
             write_private(root / target, data)  # never the marked-up file git left
         else:
             write_new_private(root / target, data)
-    repo.run("add", "--", *(target for target, _ in writes))
+    repo.run("add", "--sparse", "--", *(target for target, _ in writes))
 
 
 def _blob(repo: Repo, blob: str) -> bytes:

@@ -99,14 +99,17 @@ OPERATIONS = (
         "push.",
         "memory-forest sync ~/memory --init git@example.org:me/memory.git",
         help="Takes the forest lock. Derived state under .memory-forest/ is never committed "
-        "(forest.json travels). Refuses to commit credential-shaped text (secrets_found) "
-        "unless --allow-secrets. Without a repository it creates one; without a remote it "
-        "commits locally (remote: null, nothing pushed). A record changed on both sides keeps "
-        "ours and files theirs beside it as a conflict copy (a Daily entry: a conflict entry "
-        "in the same record); a file deleted on one side keeps the changed version; the "
-        "config keeps ours. Only a symlink or a file against a folder undoes the merge "
-        "(sync_conflict). No conflict marker ever lands in a file. --init URL on a forest "
-        "that has its own history joins the two. See docs/sync.md.",
+        "(forest.json travels), nor is anything else the forest does not own: a symlink, a "
+        "file outside the layers or with another extension stays local (left_local) unless "
+        "forest.json's sync.publish opts it in. Refuses to commit credential-shaped text "
+        "(secrets_found) unless --allow-secrets. Without a repository it creates one; "
+        "without a remote it commits locally (remote: null, nothing pushed). A record "
+        "changed on both sides keeps ours and files theirs beside it as a conflict copy (a "
+        "Daily entry: a conflict entry in the same record); a file deleted on one side keeps "
+        "the changed version; the config keeps ours. Only a file against a folder (or a "
+        "published file the remote turned into a symlink) undoes the merge (sync_conflict). "
+        "No conflict marker ever lands in a file. --init URL on a forest that has its own "
+        "history joins the two. See docs/sync.md.",
         params=(Param("remote", TEXT, "The git remote to sync with (default: origin).",
                       flags=("--remote",)),
                 Param("init", TEXT, "Add the remote at this URL (creating the repository, "
