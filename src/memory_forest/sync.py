@@ -45,6 +45,7 @@ from .layers import LTM_SUFFIX
 from .lockline import DEFAULT_WAIT
 from .statefiles import CONFIG, state_rel
 from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
+from .syncscan import nothing_allowed, scan
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
@@ -55,7 +56,6 @@ CONFIG_PATHS = frozenset({*SYNC_FILES, state_rel(CONFIG)})
 # What git stores as a plain file (a symlink is 120000, a submodule 160000).
 REGULAR_MODES = frozenset({"100644", "100755"})
 DAILY_RECORD = re.compile(r"05 daily/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md")
-MAX_SCAN_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 200
 
 GITATTRIBUTES = """\
@@ -114,6 +114,7 @@ class _Sync:
                  named: bool = False) -> None:
         self.root, self.remote, self.named = root, remote, named
         self.dry_run, self.allow_secrets = dry_run, allow_secrets
+        self.allow_binary = nothing_allowed  # what may be published as binary content
         self.repo = Repo(root)
         self.out: dict[str, Any] = {"remote": remote, "dry_run": dry_run, "created": False}
 
@@ -169,7 +170,7 @@ class _Sync:
             else:
                 join = True  # a forest of its own: its first commit, then the two merge
         changes = self._changes()
-        findings = self._secrets(changes)
+        findings = scan(repo, self.remote, changes, self.allow_binary)
         if self.dry_run:
             return {**out, "would_commit": changes, "secrets": findings,
                     "incoming": self._incoming(branch), "nothing_to_do": False}
@@ -192,15 +193,15 @@ class _Sync:
     def _without_remote(self) -> dict[str, Any]:
         """A repository with no remote at all: commit, check and index; nothing to push.
 
-        Only the changes are scanned for credentials: what is committed was
-        scanned when it was, and the first push scans every file again.
+        Only the changes are scanned for credentials: nothing is published
+        yet, and the first push scans every commit it sends.
         """
         out = self.out
         out.update(remote=None, branch=None, pulled=None)
         if not self.dry_run:
             self._set_up()
         changes = self._changes()
-        findings = self._secrets(changes, unpushed=False)
+        findings = scan(self.repo, None, changes, self.allow_binary)
         if self.dry_run:
             return {**out, "would_commit": changes, "secrets": findings, "incoming": None,
                     "nothing_to_do": False}
@@ -214,10 +215,29 @@ class _Sync:
 
     def _refuse_secrets(self, findings: list[dict[str, Any]]) -> None:
         if findings and not self.allow_secrets:
-            raise ForestError("secrets_found", "credential-shaped text in what sync would "
-                              "commit; remove it (or pass --allow-secrets); nothing was "
-                              "committed or pushed", {"findings": findings[:MAX_LISTED]})
+            if not any("commit" in finding for finding in findings):
+                raise ForestError("secrets_found", "credential-shaped text or binary content "
+                                  "in what sync would commit; remove it (or pass "
+                                  "--allow-secrets); nothing was committed or pushed",
+                                  {"findings": findings[:MAX_LISTED]})
+            base = self._published_base()
+            undo = f"git -C ROOT reset --mixed {base}" if base else \
+                "git -C ROOT update-ref -d HEAD"
+            raise ForestError("secrets_found", "a local commit the remote has not seen holds "
+                              "credential-shaped text or binary content (details.findings "
+                              f"names the commit); take the local commits back with '{undo}' "
+                              "(the files stay as they are), remove it from the files, then "
+                              "sync again; nothing was committed or pushed",
+                              {"findings": findings[:MAX_LISTED], "reset_to": base})
         self.out["secrets"] = findings
+
+    def _published_base(self) -> str | None:
+        """The newest commit the remote's branch already holds that HEAD is built on."""
+        theirs = self._tracking(self.out.get("branch") or self.repo.branch())
+        if not self.repo.has_commit(theirs):
+            return None
+        done = self.repo.run("merge-base", "HEAD", theirs, check=False)
+        return done.stdout.decode("ascii").strip() or None if done.returncode == 0 else None
 
     def _settle(self) -> None:
         """After a commit or a merge: the directories git cannot carry, private modes,
@@ -282,35 +302,6 @@ class _Sync:
         return [".gitattributes", ".gitignore", *sorted(
             entry.path for entry in listing.files
             if not entry.path.startswith(STATE_DIR + "/") or entry.path == state_rel(CONFIG))]
-
-    def _secrets(self, paths: list[str], unpushed: bool = True) -> list[dict[str, Any]]:
-        """The credential rules over each file that would leave the machine: the changes,
-        and what local commits hold that the remote has not seen."""
-        from .credentials import line_findings
-        from .safety import read_regular
-
-        pending = set(paths) | (set(self._unpushed()) if unpushed else set())
-        findings = []
-        for rel in sorted(pending):
-            try:
-                data = read_regular(self.root, rel, MAX_SCAN_BYTES)
-            except ForestError:
-                continue  # deleted, or not a regular file: nothing to publish
-            if b"\0" in data[:8192]:
-                continue
-            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                findings += [{"path": rel, "line": number, "rule": rule}
-                             for rule in line_findings(line)]
-        return findings
-
-    def _unpushed(self) -> list[str]:
-        repo = self.repo
-        if not repo.has_commit():
-            return []
-        upstream = self._tracking(repo.branch())
-        if repo.has_commit(upstream):
-            return repo.lines_z("diff", "--name-only", "-z", upstream, "HEAD")
-        return repo.lines_z("ls-files", "-z")
 
     def _branch(self) -> str:
         """The remote branch to sync with: the local branch's name when the remote has it
