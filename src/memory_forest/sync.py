@@ -30,7 +30,6 @@ import json
 import os
 import re
 import shlex
-import sqlite3
 import stat
 import sys
 import time
@@ -44,8 +43,9 @@ from .gitrepo import Repo
 from .layers import LTM_SUFFIX
 from .lockline import DEFAULT_WAIT
 from .statefiles import CONFIG, state_rel
-from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
+from .syncsafety import refuse_index_lock, refuse_unsafe
 from .syncscan import nothing_allowed, scan
+from .syncsettle import settle
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
@@ -241,12 +241,8 @@ class _Sync:
 
     def _settle(self) -> None:
         """After a commit or a merge: the directories git cannot carry, private modes,
-        the checks and the index."""
-        out = self.out
-        out["created_dirs"] = _missing_dirs(self.root)
-        out["modes"] = restore_modes(self.root)
-        out["checks"] = self._check()
-        out["index"] = self._index()
+        the index and its problems, in proportion to what changed."""
+        self.out.update(settle(self.root, self.repo))
 
     # --- the repository ---------------------------------------------------------------------
 
@@ -521,29 +517,6 @@ class _Sync:
         self._fetch()  # the tracking ref moves, so the next sync knows nothing is unpushed
         return True
 
-    # --- the forest -------------------------------------------------------------------------
-
-    def _check(self) -> dict[str, Any]:
-        """Validate and audit; what they find is reported, never a reason to stop."""
-        from .checks import check
-        from .issues import summarize
-
-        try:
-            issues = check(self.root).issues
-        except ForestError as exc:
-            return {"error": exc.to_dict()}
-        errors = [issue.to_dict() for issue in issues if issue.level == "error"]
-        return {"summary": summarize(issues), "errors": errors[:MAX_LISTED]}
-
-    def _index(self) -> dict[str, Any]:
-        from . import index
-
-        try:
-            return index.build(self.root)  # incremental when an index exists
-        except (ForestError, OSError, sqlite3.Error) as exc:
-            return {"error": derived_failure(exc)}  # what was merged is still pushed
-
-
 def conflict_copy_path(path: str, tag: str) -> str:
     """``<name><tag><extension>`` beside ``path`` (``tag``: ``-conflict-<host>-<time>``).
 
@@ -576,24 +549,6 @@ def conflict_copy_text(data: bytes, path: str, tag: str) -> str | None:
     if not text.startswith(lead):
         return None
     return lead + render_key("conflict_of", path) + text[len(lead):]
-
-
-def _missing_dirs(root: Path) -> list[str]:
-    """Create the layer directories and the state directory git could not carry.
-
-    Git stores files, not directories: an empty layer (a new forest has six)
-    never reaches a clone, and neither does ``.memory-forest/`` without its config.
-    """
-    from .layers import LAYERS
-    from .safety import mkdir_private
-    from .statefiles import STATE_DIR
-
-    made = []
-    for name in (*(layer.dirname for layer in LAYERS), STATE_DIR):
-        if not os.path.lexists(root / name):
-            mkdir_private(root / name)
-            made.append(name)
-    return made
 
 
 def _index_exists(root: Path) -> bool:
@@ -634,78 +589,3 @@ def commit_message(root: Path, repo: Repo, files: int) -> str:
         return f"memory-forest sync: {files} {noun} changed"
     done = ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
     return f"memory-forest sync: {done} ({files} {noun})"
-
-
-# --- modes -----------------------------------------------------------------------------------
-
-
-def restore_modes(root: Path) -> dict[str, Any]:
-    """0700/0600 on the forest (``doctor --repair``'s walk) and on git's files at the root.
-
-    A clone or a merge writes with the user's umask (0644, 0755). Inside
-    ``.git`` only the group and other bits are taken away: git keeps its
-    objects read-only, and private is the point, not writable.
-    """
-    from .modes import repair_modes, restore_mode
-
-    report = repair_modes(Forest.of(root))
-    for name in (".", ".gitignore", ".gitattributes"):
-        try:
-            st = os.lstat(root / name)
-        except FileNotFoundError:
-            continue
-        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
-            try:
-                report["modes"].append(restore_mode(root, name))
-            except (ForestError, OSError) as exc:
-                report["modes_failed"].append({"path": name, "code": getattr(
-                    exc, "code", type(exc).__name__)})
-    report["git_modes"] = _private_git_dir(root)
-    report["modes"] = report["modes"][:MAX_LISTED]
-    return report
-
-
-def _private_git_dir(root: Path) -> int:
-    """Strip group and other bits under ``.git``, never following a symlink; how many."""
-    changed = 0
-    top = root / ".git"
-    try:
-        if stat.S_ISLNK(os.lstat(top).st_mode):
-            return 0
-    except FileNotFoundError:
-        return 0
-    stack = [top]
-    while stack:
-        directory = stack.pop()
-        changed += _private_entry(directory)
-        try:
-            with os.scandir(directory) as it:
-                listed = list(it)
-        except OSError:
-            continue
-        for entry in listed:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:  # git removed it since the listing (a pack, a lock)
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(Path(entry.path))
-            elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-                changed += _private_entry(Path(entry.path))
-    return changed
-
-
-def _private_entry(path: Path) -> int:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return 0
-    try:
-        mode = stat.S_IMODE(os.fstat(fd).st_mode)
-        if not mode & 0o077:
-            return 0
-        os.fchmod(fd, mode & 0o700)
-        return 1
-    finally:
-        os.close(fd)
