@@ -3,12 +3,13 @@
 One run: take the lock; finish or undo an interrupted write (the journal);
 set the repository up (``.gitignore``, ``.gitattributes``, the Daily merge
 driver in the local config: a plain ``git clone`` has none of it); commit
-the canonical changes, after the credential rules found nothing in them;
-fetch and merge the remote branch (never a rebase: the history each machine
-wrote stays as it was); restore private modes on everything the merge or
-clone wrote, git's files included; validate and audit (findings are reported,
-one file's problem never fails the sync); bring the index up to date; push;
-release the lock.
+the canonical changes, after the credential rules found nothing in them or
+in any commit the push would send (``syncscan``); fetch and merge the remote
+branch (never a rebase: the history each machine wrote stays as it was);
+restore private modes on what git wrote, and bring the index and its
+problems up to date, in proportion to the change (``syncsettle``; problems
+are reported, one file's problem never fails the sync); push; release the
+lock.
 
 A forest with no repository gets one; a repository with no remote commits
 locally and pushes nothing (``remote: null``). ``--init URL`` on a forest with
