@@ -136,7 +136,7 @@ def test_an_allowed_attachment_passes_and_a_text_one_is_still_read(tmp_path) -> 
 
 
 def test_only_unpublished_commits_are_read(pushed) -> None:
-    """A blob the remote already holds is not read again; a merge's own blob is."""
+    """A blob the remote already holds is not read again."""
     _, root = pushed
     repo = Repo(root)
     assert scan(repo, "origin", []) == []  # everything is on the remote
@@ -145,6 +145,30 @@ def test_only_unpublished_commits_are_read(pushed) -> None:
     git(root, "commit", "-q", "-m", "one")
     assert [f["rule"] for f in scan(repo, "origin", [])] == ["github_token"]
     assert scan(repo, None, []) == []  # no remote: nothing is published
+
+
+def test_what_a_merge_wrote_itself_is_read(pushed) -> None:
+    """A conflict resolved by hand puts a blob in the merge commit that neither side had."""
+    _, root = pushed
+    main = git(root, "symbolic-ref", "--short", "HEAD")
+    git(root, "checkout", "-q", "-b", "side")
+    (root / LEAF).write_text("side\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "side")
+    git(root, "checkout", "-q", main)
+    (root / LEAF).parent.mkdir(exist_ok=True)  # git took the emptied layer away
+    (root / LEAF).write_text("main\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "main")
+    merging = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q",
+                              "side"], cwd=root, capture_output=True)
+    assert merging.returncode != 0  # both added the file: a conflict to resolve by hand
+    (root / LEAF).write_text(LINE)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-edit")
+    merge = git(root, "rev-parse", "HEAD")
+    assert [(f["path"], f["rule"], f["commit"]) for f in scan(Repo(root), "origin", [])] == [
+        (LEAF, "github_token", merge)]
 
 
 @pytest.mark.parametrize(("data", "text"), [

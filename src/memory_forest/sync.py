@@ -238,7 +238,8 @@ class _Sync:
         if not self.repo.has_commit(theirs):
             return None
         done = self.repo.run("merge-base", "HEAD", theirs, check=False)
-        return done.stdout.decode("ascii").strip() or None if done.returncode == 0 else None
+        base = done.stdout.decode("ascii").strip()
+        return base if done.returncode == 0 and base else None
 
     def _settle(self) -> None:
         """After a commit or a merge: the directories git cannot carry, private modes,
