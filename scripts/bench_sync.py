@@ -174,7 +174,7 @@ def after_remember(exe: Path, source: Path, base: Path, runs: int,
                  ("remote", "add", "origin", remote.as_uri()),
                  ("push", "-q", "origin", "HEAD:refs/heads/main"), ("fetch", "-q", "origin"),
                  ("gc", "-q")):
-        git("-C", str(a), *args)
+        git("-C", str(a), "-c", "gc.auto=0", *args)  # no detached gc racing the next step
     m["setup_git_alone_s"] = round(time.perf_counter() - started, 3)
     progress(f"A indexed and pushed by git alone in {m['setup_git_alone_s']:.1f} s")
     # Both as ``python -m`` with a PYTHONPATH, so they start the same way.
