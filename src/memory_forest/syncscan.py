@@ -37,7 +37,6 @@ MARKS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
          (codecs.BOM_UTF16_BE, "utf-16-be"))
 # How much of a file without a mark is looked at to recognise UTF-16 by its NULs.
 SAMPLE_BYTES = 64 * 1024
-NO_OBJECT = "0" * 40
 SUBMODULE = "160000"  # a commit id, not a blob: nothing of ours to read
 
 
@@ -69,7 +68,8 @@ def committed(repo: Repo, remote: str, allow_binary: Callable[[str], bool]
                        f"--remotes={remote}").stdout
     wanted: dict[str, tuple[str, str]] = {}
     for commit, mode, blob, path in _changed_blobs(listing):
-        if blob != NO_OBJECT and mode != SUBMODULE and blob not in wanted:
+        # An id of zeros (any hash length) is a deletion: no blob.
+        if blob.strip("0") and mode != SUBMODULE and blob not in wanted:
             wanted[blob] = (path, commit)
     found = []
     for blob, data in repo.objects(wanted):
