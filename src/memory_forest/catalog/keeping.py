@@ -93,8 +93,9 @@ OPERATIONS = (
         "push.",
         "memory-forest sync ~/memory --init git@example.org:me/memory.git",
         help="Takes the forest lock. Derived state under .memory-forest/ is never committed "
-        "(forest.json travels). Refuses to commit credential-shaped text (secrets_found) "
-        "unless --allow-secrets. Without a repository it creates one; without a remote it "
+        "(forest.json travels). Refuses to publish credential-shaped text or binary content, "
+        "in the files or in any commit the remote has not seen (secrets_found), unless "
+        "--allow-secrets. Without a repository it creates one; without a remote it "
         "commits locally (remote: null, nothing pushed). A record changed on both sides keeps "
         "ours and files theirs beside it as a conflict copy (a Daily entry: a conflict entry "
         "in the same record); a file deleted on one side keeps the changed version; the "
