@@ -184,3 +184,24 @@ def test_what_a_merge_wrote_itself_is_read(pushed) -> None:
 ])
 def test_decoding(data: bytes, text: str | None) -> None:
     assert decoded(data) == text
+
+
+def test_the_named_command_clears_a_first_push(tmp_path) -> None:
+    """Before the first push there is no published commit to reset to: the branch itself
+    is taken back, the files stay, and the next sync commits them as they are."""
+    remote, root = tmp_path / "remote.git", tmp_path / "forest"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    operations.init(root)
+    git(root, "init", "-q")
+    (root / LEAF).write_text(LINE)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "by hand")
+    (root / LEAF).write_text("the token moved to the password manager\n")
+    git(root, "commit", "-q", "-am", "token removed")
+    error = refused("sync", root, "--init", remote)
+    git(root, "update-ref", "-d", "HEAD")  # the command the message names
+    code, out = cli("sync", root, "--init", remote)
+    assert code == 0 and out["pushed"] and out["secrets"] == [], out
+    assert TOKEN not in git(remote, "log", "--all", "-p")
+    assert error["details"]["findings"][0]["commit"] not in git(remote, "log", "--all",
+                                                                "--format=%H")
