@@ -26,6 +26,17 @@ its index (built untimed first, as a forest in use has one); machine B is a
   pushing a copy of the same files (``init``, ``add -A``, ``commit``, ``push``);
 - the sizes: files tracked, ``.git`` and the bare remote on disk.
 
+With ``--after-remember-only`` only the routine case is measured, and
+quickly enough to run at 100,000 documents: A is indexed and its first
+commit pushed by git alone (untimed), then each round is one ``remember``
+(untimed) and one timed ``sync`` on A, for this checkout's code and, with
+``--before SRC`` (the ``src`` directory of another version, for example
+``git archive`` of an older commit), for that code too, alternating which
+goes first. Each version first runs one untimed ``remember`` and ``sync``: the
+first sync of a repository settles the whole forest. Beside them, in
+process: what a first push scans (every blob reachable from HEAD, from one
+``git cat-file --batch``).
+
 Prints JSON on stdout (every run's wall as well as the median) and writes
 nothing into the repository. Run it at several --docs to see what grows.
 """
@@ -56,6 +67,11 @@ def main() -> None:
                         help="Generate the forest here once (with a stamp) and reuse it.")
     parser.add_argument("--keep", type=Path,
                         help="Keep the remote and both machines under KEEP (a new directory).")
+    parser.add_argument("--after-remember-only", action="store_true",
+                        help="Measure only sync after one remember (and the first-push scan).")
+    parser.add_argument("--before", type=Path, metavar="SRC",
+                        help="With --after-remember-only: also time the code in SRC "
+                        "(put on PYTHONPATH), alternating with this checkout's.")
     args = parser.parse_args()
     print(json.dumps(run(args), indent=2))
 
@@ -67,7 +83,11 @@ def run(args: argparse.Namespace) -> dict:
         base = args.keep or workdir
         if args.keep:
             args.keep.mkdir(parents=True)
-        report = measure(Path(our_executable()), source, base, args.runs)
+        if args.after_remember_only:
+            report = after_remember(Path(our_executable()), source, base, args.runs,
+                                    args.before)
+        else:
+            report = measure(Path(our_executable()), source, base, args.runs)
         return {"documents": stamp["documents"], "forest": stamp, "runs": args.runs,
                 "load_average": [round(x, 2) for x in os.getloadavg()],
                 "git": git_version(), "measured_at": now(), **report}
@@ -136,24 +156,74 @@ def measure(exe: Path, source: Path, base: Path, runs: int) -> dict:
     return m
 
 
+def after_remember(exe: Path, source: Path, base: Path, runs: int,
+                   before: Path | None) -> dict:
+    """Sync after one remember on A, for this code and the code in ``before``, alternating."""
+    from memory_forest.sync import GITATTRIBUTES, gitignore
+
+    remote, a = base / "remote.git", base / "a"
+    git("init", "--bare", "-q", str(remote))
+    copy_forest(exe, source, a)
+    m: dict = {"setup_index_a_s": round(cli(exe, "a", "index", a).wall, 3)}
+    (a / ".gitignore").write_text(gitignore(), encoding="utf-8")
+    (a / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
+    started = time.perf_counter()
+    for args in (("init", "-q"), ("add", "-A"),
+                 ("-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q",
+                  "-m", "first"),
+                 ("remote", "add", "origin", remote.as_uri()),
+                 ("push", "-q", "origin", "HEAD:refs/heads/main"), ("fetch", "-q", "origin"),
+                 ("gc", "-q")):
+        git("-C", str(a), "-c", "gc.auto=0", *args)  # no detached gc racing the next step
+    m["setup_git_alone_s"] = round(time.perf_counter() - started, 3)
+    progress(f"A indexed and pushed by git alone in {m['setup_git_alone_s']:.1f} s")
+    # Both as ``python -m`` with a PYTHONPATH, so they start the same way.
+    ours = str(Path(__file__).resolve().parent.parent / "src")
+    versions = {"after": {"PYTHONPATH": ours},
+                **({"before": {"PYTHONPATH": str(before)}} if before else {})}
+    walls: dict[str, list[Outcome]] = {name: [] for name in versions}
+    for name, env in versions.items():  # the first sync of each version settles everything
+        cli(exe, "a", "remember", a, f"Sync bench warm-up for {name}.")
+        cli(exe, "a", "sync", a, env=env)
+    for number in range(runs):
+        order = list(versions) if number % 2 == 0 else list(reversed(versions))
+        for name in order:
+            cli(exe, "a", "remember", a, f"Sync bench fact {number} for {name}: the remote "
+                "is a bare repo.")
+            walls[name].append(cli(exe, "a", "sync", a, env=versions[name]))
+            progress(f"sync after remember {number + 1}/{runs}, {name}: "
+                     f"{walls[name][-1].wall:.2f} s")
+    for name in versions:
+        m[f"sync_after_remember_{name}_s"] = median(walls[name], "committed", "pushed", "index")
+    m.update(first_push_scan(a))
+    m["tracked_files"] = len(git("-C", str(a), "ls-files", "-z").split("\0")) - 1
+    return m
+
+
+def first_push_scan(root: Path) -> dict:
+    """What a first push scans, in process: every blob reachable from HEAD."""
+    from memory_forest.gitrepo import Repo
+    from memory_forest.syncscan import committed, nothing_allowed
+
+    started = time.perf_counter()
+    found = committed(Repo(root), "no-such-remote", nothing_allowed)  # no ref: everything
+    return {"first_push_scan_in_process_s": round(time.perf_counter() - started, 3),
+            "first_push_scan_findings": len(found)}
+
+
 def in_process(root: Path, runs: int) -> dict:
-    """What a sync with changes spends beside git: the whole-forest check, and the
-    credential scan over every tracked file (what a first sync scans)."""
+    """Beside git: the whole-forest check (what every sync with changes ran before it
+    settled by change), and what a first push scans."""
     from memory_forest.checks import check
-    from memory_forest.sync import _Sync
 
     checks = []
     for _ in range(runs):
         started = time.perf_counter()
         check(root)
         checks.append(time.perf_counter() - started)
-    tracked = git("-C", str(root), "ls-files", "-z").split("\0")[:-1]
-    started = time.perf_counter()
-    _Sync(root, "origin", False, False)._secrets(tracked)  # the code sync runs, timed alone
-    scan = time.perf_counter() - started
     return {"check_in_process_s": {"median": round(statistics.median(checks), 3),
                                    "runs": [round(w, 3) for w in checks]},
-            "secrets_scan_all_in_process_s": round(scan, 3)}
+            **first_push_scan(root)}
 
 
 def git_alone(root: Path, plain: Path, remote: Path) -> dict:
@@ -181,10 +251,14 @@ class Outcome:
 
 
 def cli(exe: Path, host: str, command: str, *args: object,
-        expect_nothing: bool = False) -> Outcome:
-    """``memory-forest --json COMMAND ARGS`` as machine ``host``; a failure ends the run."""
-    env = {**CLI_ENV, "MEMORY_FOREST_HOST": host}
-    line = [str(exe), "--json", command, *map(str, args)]
+        expect_nothing: bool = False, env: dict[str, str] | None = None) -> Outcome:
+    """``memory-forest --json COMMAND ARGS`` as machine ``host``; a failure ends the run.
+
+    ``env`` with a ``PYTHONPATH`` runs the code there instead (``python -m``)."""
+    extra = env or {}
+    env = {**CLI_ENV, "MEMORY_FOREST_HOST": host, **extra}
+    start = [sys.executable, "-m", "memory_forest"] if "PYTHONPATH" in extra else [str(exe)]
+    line = [*start, "--json", command, *map(str, args)]
     started = time.perf_counter()
     proc = subprocess.run(line, capture_output=True, text=True, env=env, check=False)
     wall = time.perf_counter() - started

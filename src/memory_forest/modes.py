@@ -14,8 +14,11 @@ from typing import Any
 
 from .errors import ForestError
 from .forest import Forest
+from .safety import DIR_MODE, FILE_MODE, open_nofollow, walk
 
 MAX_LISTED_MODES = 200  # sync lists what it changed, briefly
+# A write in the same instant as sync's record, on a clock of coarse granularity, still counts.
+RACY_NS = 2_000_000_000
 
 
 def repair_modes(forest: Forest) -> dict[str, Any]:
@@ -28,7 +31,6 @@ def repair_modes(forest: Forest) -> dict[str, Any]:
     ``modes_failed`` what could not be opened (a file with no read permission).
     """
     from .quarantine import MODE_CODES
-    from .safety import walk
 
     root = forest.root
     try:
@@ -48,8 +50,6 @@ def repair_modes(forest: Forest) -> dict[str, Any]:
 
 
 def restore_mode(root: Path, rel: str) -> dict[str, str]:
-    from .safety import DIR_MODE, FILE_MODE, open_nofollow
-
     if rel == ".":
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     else:
@@ -68,33 +68,59 @@ def restore_mode(root: Path, rel: str) -> dict[str, str]:
         os.close(fd)
     return {"path": rel, "was": f"{stat.S_IMODE(st.st_mode):04o}", "now": f"{want:04o}"}
 
-def restore_modes(root: Path) -> dict[str, Any]:
-    """0700/0600 on the forest (``doctor --repair``'s walk) and on git's files at the root.
+def restore_modes(root: Path, changed: list[str] | None = None,
+                  since_ns: int | None = None) -> dict[str, Any]:
+    """0700/0600 on what git wrote, and group and other bits off what it wrote in ``.git``.
 
-    A clone or a merge writes with the user's umask (0644, 0755). Inside
-    ``.git`` only the group and other bits are taken away: git keeps its
-    objects read-only, and private is the point, not writable.
+    ``changed``: the paths git wrote, or None for every file (``doctor
+    --repair``'s walk). A clone or a merge writes with the user's umask (0644,
+    0755). Inside ``.git`` only the group and other bits are taken away: git
+    keeps its objects read-only, and private is the point, not writable.
     """
-    report = repair_modes(Forest.of(root))
-    for name in (".", ".gitignore", ".gitattributes"):
-        try:
-            st = os.lstat(root / name)
-        except FileNotFoundError:
-            continue
-        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
-            try:
-                report["modes"].append(restore_mode(root, name))
-            except (ForestError, OSError) as exc:
-                report["modes_failed"].append({"path": name, "code": getattr(
-                    exc, "code", type(exc).__name__)})
-    report["git_modes"] = _private_git_dir(root)
+    if changed is None:
+        report = repair_modes(Forest.of(root))
+    else:
+        report = {"modes": [], "modes_failed": []}
+        _restore(root, _with_dirs(changed), report)
+    _restore(root, [".", ".gitignore", ".gitattributes"], report)
+    report["git_modes"] = _private_git_dir(root, since_ns)
     report["modes"] = report["modes"][:MAX_LISTED_MODES]
     return report
 
 
-def _private_git_dir(root: Path) -> int:
-    """Strip group and other bits under ``.git``, never following a symlink; how many."""
+def _with_dirs(paths: list[str]) -> list[str]:
+    """The paths and every directory leading to them, parents first."""
+    found = set()
+    for path in paths:
+        parts = path.split("/")
+        found.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return sorted(found)
+
+
+def _restore(root: Path, paths: list[str], report: dict[str, Any]) -> None:
+    for rel in paths:
+        try:
+            st = os.lstat(root / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # deleted by the merge
+        want = DIR_MODE if stat.S_ISDIR(st.st_mode) else FILE_MODE
+        if stat.S_ISLNK(st.st_mode) or stat.S_IMODE(st.st_mode) == want:
+            continue
+        try:
+            report["modes"].append(restore_mode(root, rel))
+        except (ForestError, OSError) as exc:
+            report["modes_failed"].append({"path": rel, "code": getattr(
+                exc, "code", type(exc).__name__)})
+
+
+def _private_git_dir(root: Path, since_ns: int | None) -> int:
+    """Strip group and other bits under ``.git``, never following a symlink; how many.
+
+    With ``since_ns``, the files of a directory are looked at only when the
+    directory changed since then (a new entry changes its directory's mtime),
+    and a directory with no subdirectory (its link count says so) is not even
+    listed: after one commit that is a few of git's hundreds of directories.
+    """
     changed = 0
     top = root / ".git"
     try:
@@ -105,7 +131,15 @@ def _private_git_dir(root: Path) -> int:
     stack = [top]
     while stack:
         directory = stack.pop()
-        changed += _private_entry(directory)
+        try:
+            st = os.lstat(directory)
+        except OSError:
+            continue
+        fresh = since_ns is None or st.st_mtime_ns >= since_ns - RACY_NS
+        if fresh or st.st_mode & 0o077:
+            changed += _private_entry(directory)
+        if not fresh and st.st_nlink == 2:
+            continue  # no subdirectory, and no entry added since
         try:
             with os.scandir(directory) as it:
                 listed = list(it)
@@ -113,13 +147,13 @@ def _private_git_dir(root: Path) -> int:
             continue
         for entry in listed:
             try:
-                st = entry.stat(follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif fresh and entry.is_file(follow_symlinks=False) and \
+                        entry.stat(follow_symlinks=False).st_mode & 0o077:
+                    changed += _private_entry(Path(entry.path))
             except FileNotFoundError:  # git removed it since the listing (a pack, a lock)
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(Path(entry.path))
-            elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-                changed += _private_entry(Path(entry.path))
     return changed
 
 

@@ -262,8 +262,10 @@ class SyncCommit(BaseModel):
 
 class SecretFinding(BaseModel):
     path: str
-    line: int
+    line: int = Field(description="0 for binary content (rule 'binary').")
     rule: str = Field(description="The credential rule; the matched text is never reported.")
+    commit: str | None = Field(None, description="A blob of a local commit the remote has not "
+                               "seen: the oldest commit that added it.")
 
 
 class SyncResult(Result):

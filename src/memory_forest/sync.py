@@ -4,12 +4,12 @@ One run: take the lock; finish or undo an interrupted write (the journal);
 set the repository up (``.gitignore``, ``.gitattributes``, the Daily merge
 driver in the local config: a plain ``git clone`` has none of it); commit
 the changes to what the forest owns (``publishing``: the rest stays local),
-after the credential rules found nothing in them;
-fetch and merge the remote branch (never a rebase: the history each machine
-wrote stays as it was); restore private modes on everything the merge or
-clone wrote, git's files included; validate and audit (findings are reported,
-one file's problem never fails the sync); bring the index up to date; push;
-release the lock.
+after the credential rules found nothing in them or in any commit the push
+would send (``syncscan``); fetch and merge the remote branch (never a rebase:
+the history each machine wrote stays as it was); restore private modes on
+what git wrote, and bring the index and its problems up to date, in
+proportion to the change (``syncsettle``; problems are reported, one file's
+problem never fails the sync); push; release the lock.
 
 A forest with no repository gets one; a repository with no remote commits
 locally and pushes nothing (``remote: null``). ``--init URL`` on a forest with
@@ -30,10 +30,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sqlite3
 import stat
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +44,11 @@ from .errors import ForestError, usage_error
 from .forest import Forest
 from .gitrepo import Repo
 from .lockline import DEFAULT_WAIT
-from .modes import restore_modes
 from .publishing import Plan, summary
 from .statefiles import CONFIG, state_rel
-from .syncsafety import derived_failure, refuse_index_lock, refuse_unsafe
+from .syncsafety import refuse_index_lock, refuse_unsafe
+from .syncscan import scan
+from .syncsettle import settle
 from .testhooks import crash_point
 
 DEFAULT_REMOTE = "origin"
@@ -55,7 +56,6 @@ DEFAULT_REMOTE = "origin"
 SYNC_FILES = (".gitignore", ".gitattributes")
 # Both sides changed one of these: ours is kept, theirs reported (config, not memory).
 CONFIG_PATHS = frozenset({*SYNC_FILES, state_rel(CONFIG)})
-MAX_SCAN_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 200
 
 GITATTRIBUTES = """\
@@ -115,7 +115,10 @@ class _Sync:
         self.root, self.remote, self.named = root, remote, named
         self.dry_run, self.allow_secrets = dry_run, allow_secrets
         self.repo = Repo(root)
-        self.publish = load_config(root).publish
+        config = load_config(root)
+        self.publish = config.publish
+        # what may be published as binary content: attachments forest.json opts in
+        self.allow_binary = partial(publishing.allowed_attachment, config)
         self.out: dict[str, Any] = {"remote": remote, "dry_run": dry_run, "created": False}
 
     def run(self, init: str | None) -> dict[str, Any]:
@@ -172,7 +175,7 @@ class _Sync:
             else:
                 join = True  # a forest of its own: its first commit, then the two merge
         outgoing = self._plan()
-        findings = self._secrets(outgoing.published)
+        findings = scan(repo, self.remote, outgoing.published, self.allow_binary)
         if self.dry_run:
             return {**out, **self._would(outgoing), "secrets": findings,
                     "incoming": self._incoming(branch), "nothing_to_do": False}
@@ -197,15 +200,15 @@ class _Sync:
     def _without_remote(self) -> dict[str, Any]:
         """A repository with no remote at all: commit, check and index; nothing to push.
 
-        Only the changes are scanned for credentials: what is committed was
-        scanned when it was, and the first push scans every file again.
+        Only the changes are scanned for credentials: nothing is published
+        yet, and the first push scans every commit it sends.
         """
         out = self.out
         out.update(remote=None, branch=None, pulled=None)
         if not self.dry_run:
             self._set_up()
         outgoing = self._plan()
-        findings = self._secrets(outgoing.published, unpushed=False)
+        findings = scan(self.repo, None, outgoing.published, self.allow_binary)
         if self.dry_run:
             return {**out, **self._would(outgoing), "secrets": findings, "incoming": None,
                     "nothing_to_do": False}
@@ -219,19 +222,35 @@ class _Sync:
 
     def _refuse_secrets(self, findings: list[dict[str, Any]]) -> None:
         if findings and not self.allow_secrets:
-            raise ForestError("secrets_found", "credential-shaped text in what sync would "
-                              "commit; remove it (or pass --allow-secrets); nothing was "
-                              "committed or pushed", {"findings": findings[:MAX_LISTED]})
+            if not any("commit" in finding for finding in findings):
+                raise ForestError("secrets_found", "credential-shaped text or binary content "
+                                  "in what sync would commit; remove it (or pass "
+                                  "--allow-secrets); nothing was committed or pushed",
+                                  {"findings": findings[:MAX_LISTED]})
+            base = self._published_base()
+            undo = f"git -C ROOT reset --mixed {base}" if base else \
+                "git -C ROOT update-ref -d HEAD"
+            raise ForestError("secrets_found", "a local commit the remote has not seen holds "
+                              "credential-shaped text or binary content (details.findings "
+                              f"names the commit); take the local commits back with '{undo}' "
+                              "(the files stay as they are), remove it from the files, then "
+                              "sync again; nothing was committed or pushed",
+                              {"findings": findings[:MAX_LISTED], "reset_to": base})
         self.out["secrets"] = findings
+
+    def _published_base(self) -> str | None:
+        """The newest commit the remote's branch already holds that HEAD is built on."""
+        theirs = self._tracking(self.out.get("branch") or self.repo.branch())
+        if not self.repo.has_commit(theirs):
+            return None
+        done = self.repo.run("merge-base", "HEAD", theirs, check=False)
+        base = done.stdout.decode("ascii").strip()
+        return base if done.returncode == 0 and base else None
 
     def _settle(self) -> None:
         """After a commit or a merge: the directories git cannot carry, private modes,
-        the checks and the index."""
-        out = self.out
-        out["created_dirs"] = _missing_dirs(self.root)
-        out["modes"] = restore_modes(self.root)
-        out["checks"] = self._check()
-        out["index"] = self._index()
+        the index and its problems, in proportion to what changed."""
+        self.out.update(settle(self.root, self.repo))
 
     # --- the repository ---------------------------------------------------------------------
 
@@ -286,35 +305,6 @@ class _Sync:
         """A dry run's view of a commit: what it takes, what stays, what stops being tracked."""
         return {"would_commit": outgoing.published, "left_local": summary(outgoing.left_local),
                 "stop_tracking": summary(outgoing.untrack) if outgoing.untrack else None}
-
-    def _secrets(self, paths: list[str], unpushed: bool = True) -> list[dict[str, Any]]:
-        """The credential rules over each file that would leave the machine: the changes,
-        and what local commits hold that the remote has not seen."""
-        from .credentials import line_findings
-        from .safety import read_regular
-
-        pending = set(paths) | (set(self._unpushed()) if unpushed else set())
-        findings = []
-        for rel in sorted(pending):
-            try:
-                data = read_regular(self.root, rel, MAX_SCAN_BYTES)
-            except ForestError:
-                continue  # deleted, or not a regular file: nothing to publish
-            if b"\0" in data[:8192]:
-                continue
-            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                findings += [{"path": rel, "line": number, "rule": rule}
-                             for rule in line_findings(line)]
-        return findings
-
-    def _unpushed(self) -> list[str]:
-        repo = self.repo
-        if not repo.has_commit():
-            return []
-        upstream = self._tracking(repo.branch())
-        if repo.has_commit(upstream):
-            return repo.lines_z("diff", "--name-only", "-z", upstream, "HEAD")
-        return repo.lines_z("ls-files", "-z")
 
     def _branch(self) -> str:
         """The remote branch to sync with: the local branch's name when the remote has it
@@ -452,45 +442,6 @@ class _Sync:
         self._fetch()  # the tracking ref moves, so the next sync knows nothing is unpushed
         return True
 
-    # --- the forest -------------------------------------------------------------------------
-
-    def _check(self) -> dict[str, Any]:
-        """Validate and audit; what they find is reported, never a reason to stop."""
-        from .checks import check
-        from .issues import summarize
-
-        try:
-            issues = check(self.root).issues
-        except ForestError as exc:
-            return {"error": exc.to_dict()}
-        errors = [issue.to_dict() for issue in issues if issue.level == "error"]
-        return {"summary": summarize(issues), "errors": errors[:MAX_LISTED]}
-
-    def _index(self) -> dict[str, Any]:
-        from . import index
-
-        try:
-            return index.build(self.root)  # incremental when an index exists
-        except (ForestError, OSError, sqlite3.Error) as exc:
-            return {"error": derived_failure(exc)}  # what was merged is still pushed
-
-
-def _missing_dirs(root: Path) -> list[str]:
-    """Create the layer directories and the state directory git could not carry.
-
-    Git stores files, not directories: an empty layer (a new forest has six)
-    never reaches a clone, and neither does ``.memory-forest/`` without its config.
-    """
-    from .layers import LAYERS
-    from .safety import mkdir_private
-    from .statefiles import STATE_DIR
-
-    made = []
-    for name in (*(layer.dirname for layer in LAYERS), STATE_DIR):
-        if not os.path.lexists(root / name):
-            mkdir_private(root / name)
-            made.append(name)
-    return made
 
 
 def _index_exists(root: Path) -> bool:
