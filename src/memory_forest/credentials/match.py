@@ -1,0 +1,201 @@
+"""Running the rules: detect-secrets' plugin regexes and ours, spans, and what makes a match real.
+
+Imported only for text that ``table.may_hold`` says might hold a credential:
+detect-secrets' plugins import ``requests``, about 100 ms.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import importlib
+import re
+
+from detect_secrets.filters.heuristic import (
+    is_indirect_reference,
+    is_prefixed_with_dollar_sign,
+    is_templated_secret,
+)
+from detect_secrets.plugins.keyword import DENYLIST as KEYWORDS
+
+from .table import OWN_KEYWORDS, RULES, Rule, candidates
+
+Found = tuple[int, int, str]
+
+_KEYWORDS = "|".join((*KEYWORDS, *OWN_KEYWORDS))
+# A JSON field named for a secret; without "pwd", which in captured shell events is the
+# working directory.
+SECRET_FIELD = re.compile(
+    rf"(?i:[A-Za-z0-9_.-]*(?:{'|'.join(k for k in (*KEYWORDS, *OWN_KEYWORDS) if k != 'pwd')}))")
+
+# What a token may continue with past the end of a plugin's regex (an inner dot only
+# when a token character follows, so a sentence's full stop is not taken).
+_TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_-]))*")
+_TRIM = " \t\"'=:`"
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+# Values that say "a placeholder" rather than "a secret".
+_PLACEHOLDERS = ("example", "placeholder", "redacted", "xxxx", "****", "your_", "your-",
+                 "yourpassword", "yourtoken", "changeme", "change-me", "change_me", "dummy",
+                 "fake", "<", ">", "{{", "${", "...", "\u2026")
+_NOT_VALUES = frozenset({"null", "none", "nil", "true", "false", "undefined", "empty", "n/a",
+                         "required", "optional", "string", "str", "int", "bool", "password",
+                         "passwd", "pass", "secret", "token", "key", "api_key"})
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_ATTRIBUTE = re.compile(r"(?:self|cls|this|config|settings|env|os|args|options)(?:\.\w+)+")
+# After a value, what says it is a piece of an expression in code, not the whole value.
+_EXPRESSION = re.compile(r"\s*(?:[-+*/%|]|\.\w+\()\s*\S")
+# Words that follow "password is" or "password:" in prose about passwords, not in one.
+PROSE = frozenset((
+    "a an the not no now also still only never always being been too very required needed "
+    "optional mandatory set reset changed expired incorrect wrong invalid valid correct stored "
+    "saved hashed encrypted sent shown hidden empty missing weak strong long short case unique "
+    "same different used unknown forgotten lost managed generated rotated in on at for to of "
+    "and or your my our their his her its this that what where how kept given available "
+    "none see use is are was it").split())
+
+# A bare AWS secret access key: 40 characters of base64 with both cases, standing alone.
+# Too like other data to flag anywhere, so only next to an access key id.
+AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
+                        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+AWS_NEAR = 200  # characters either side of an access key id
+
+
+@functools.cache
+def _compiled(rule: Rule) -> tuple[tuple[re.Pattern[str], int | None], ...]:
+    """``(pattern, group)`` for each of the rule's regexes: detect-secrets' then ours.
+
+    ``group`` is the plugin group holding the secret, ``0`` for the whole match
+    extended to the end of its token, ``None`` for our patterns' named groups.
+    """
+    found: list[tuple[re.Pattern[str], int | None]] = []
+    for spec in rule.plugins:
+        name, _, group = spec.partition("@")
+        module, _, cls = name.partition(".")
+        cls, _, index = cls.partition("[")
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)
+        patterns = list(plugin.denylist)
+        if index:
+            patterns = [patterns[int(index.rstrip("]"))]]
+        found += [(pattern, int(group or 0)) for pattern in patterns]
+    found += [(re.compile(own.replace("{keywords}", _KEYWORDS)), None) for own in rule.own]
+    return tuple(found)
+
+
+def folded_spans(text: str) -> list[Found]:
+    """The merged spans of every rule over ``text`` (already folded)."""
+    raw: list[tuple[int, int, int, str]] = []
+    worth = candidates(text)
+    for order, rule in enumerate(RULES):
+        if rule not in worth:
+            continue
+        for pattern, group in _compiled(rule):
+            for match in pattern.finditer(text):
+                span = _secret(text, match, group)
+                if span and _real(rule.check, text, match, *span):
+                    raw.append((span[0], order, span[1], rule.name))
+    spans = _merge(raw)
+    if any(rule == "aws_access_key" for _, _, rule in spans):
+        spans = _merge([(s, 0, e, r) for s, e, r in spans] + _aws_beside(text, spans))
+    return spans
+
+
+def _secret(text: str, match: re.Match[str], group: int | None) -> tuple[int, int] | None:
+    if group is None:
+        named = [name for name, value in match.groupdict().items()
+                 if value is not None and name.startswith("s") and name != "sep"]
+        if not named:
+            return None
+        start, end = match.span(named[0])
+        while end > start and text[end - 1] in _CLOSERS \
+                and _CLOSERS[text[end - 1]] not in text[start:end]:
+            end -= 1  # ``{"password": 123}``: the brace closes the object, not the value
+        return (start, end) if end > start else None
+    if group:
+        return match.span(group) if match.group(group) else None
+    start, end = match.span()
+    end = _TAIL.match(text, end).end()
+    while start < end and text[start] in _TRIM:
+        start += 1
+    while end > start and text[end - 1] in _TRIM:
+        end -= 1
+    if start and (text[start - 1].isalnum()):
+        return None  # the middle of a longer word: not a token of its own
+    return (start, end) if end > start else None
+
+
+def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> bool:
+    secret = text[start:end]
+    if check == "basic":
+        return _basic_credentials(secret)
+    if _placeholder(secret):
+        return False
+    if check == "token":
+        return len(set(secret)) > 4
+    if (is_templated_secret(secret) or is_prefixed_with_dollar_sign(secret)
+            or secret.lower() in _NOT_VALUES or secret.startswith(("/", "~/", "./", "../"))):
+        return False
+    line_end = text.find("\n", end)
+    after = text[end:line_end if line_end >= 0 else len(text)]
+    if start and text[start - 1] in ("\"", "'") and text[end:end + 1] == text[start - 1]:
+        return not _EXPRESSION.match(after[1:])  # ``"sk-" + rest``: a fragment in code
+    if _CONSTANT.fullmatch(secret) or _ATTRIBUTE.fullmatch(secret):
+        return False  # ``DB_PASSWORD``, ``self.token``: the name of what holds it
+    line = text[text.rfind("\n", 0, start) + 1:start] + secret + after
+    if secret.lower() in PROSE or is_indirect_reference(line) or _code_expression(
+            match, secret, after):
+        return False  # a prose word, a call (``get_secret()``) or an expression
+    return not (check == "value" and "sep" in match.groupdict() and match.group("sep") == ":"
+                and secret.isalpha() and not _named_like_a_field(text, match))
+
+
+def _code_expression(match: re.Match[str], secret: str, after: str) -> bool:
+    """``secret = tmp_path / "secret.md"``: a name in an expression, in code (spaces around
+    ``=``), not a value; ``DB_PASSWORD=hunter2`` is an env line."""
+    return ("sep" in match.groupdict() and match.group("sep") == "="
+            and " = " in match.group(0) and secret.isidentifier()
+            and _EXPRESSION.match(after) is not None)
+
+
+def _named_like_a_field(text: str, match: re.Match[str]) -> bool:
+    """``password: hunter`` is a field when the key starts its line (YAML, headers) or is
+    an identifier or quoted; ``no secret: whoever`` is a sentence."""
+    key = match.group("key")
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    return (not text[line_start:match.start()].strip(" \t-#*")
+            or not key.isalpha() or text[match.start() - 1:match.start()] in ("\"", "'"))
+
+
+def _placeholder(secret: str) -> bool:
+    lowered = secret.lower()
+    return (lowered.startswith("[redacted:") or len(set(secret)) == 1
+            or any(word in lowered for word in _PLACEHOLDERS))
+
+
+def _basic_credentials(secret: str) -> bool:
+    """base64 that decodes to printable ``user:password``."""
+    try:
+        decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True)
+        plain = decoded.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    user, colon, password = plain.partition(":")
+    return bool(colon and user and password and plain.isprintable())
+
+
+def _aws_beside(text: str, spans: list[Found]) -> list[tuple[int, int, int, str]]:
+    """Bare 40-character secret keys within ``AWS_NEAR`` characters of an access key id."""
+    ids = [(s, e) for s, e, rule in spans if rule == "aws_access_key"]
+    return [(m.start(), 1, m.end(), "aws_secret_key") for m in AWS_SECRET.finditer(text)
+            if any(m.start() - AWS_NEAR <= e and s <= m.end() + AWS_NEAR for s, e in ids)]
+
+
+def _merge(raw: list[tuple[int, int, int, str]]) -> list[Found]:
+    """Overlapping spans become one, named by the earliest (then the first rule's)."""
+    merged: list[list] = []
+    for start, _, end, rule in sorted(raw):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, rule])
+    return [(start, end, rule) for start, end, rule in merged]

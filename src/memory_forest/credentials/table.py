@@ -1,0 +1,175 @@
+"""The credential rules, as data: which detect-secrets plugins, which of our own patterns.
+
+Each rule names the detect-secrets (Yelp, 1.5) plugin regexes it is built on
+and adds our own patterns only where those miss, saying why. Every rule also
+declares the lower-case literals (or, for rules with no literal, a cheap
+"shape" regex) that any of its matches holds: ``may_hold`` tests text for
+them, with the standard library only, before ``credentials.match`` imports
+detect-secrets and runs the rules. docs/security.md lists this table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: the name receipts and findings report, and where its patterns come from.
+
+    ``plugins`` are ``module.Class`` of detect-secrets' plugins, optionally with
+    ``[i]`` (one regex of its denylist) and ``@g`` (the group that is the secret;
+    else the whole match, extended to the end of the token it starts).
+    ``own`` are our patterns; their first named group that matched is the secret.
+    ``check`` says which filter decides whether a match is a real secret.
+    """
+
+    name: str
+    literals: tuple[str, ...] = ()
+    shape: str = ""
+    plugins: tuple[str, ...] = ()
+    own: tuple[str, ...] = ()
+    check: str = "token"
+    why: str = ""
+
+
+# Key words that name a secret, beyond detect-secrets' KeywordDetector list (which the
+# assignment rule also uses): ours add tokens, passphrases and access keys.
+OWN_KEYWORDS = ("token", "passphrase", "access_?key", "secret_?key", "api-key", "auth_?token")
+# The literals that every keyword, ours or detect-secrets', holds (lower case).
+KEYWORD_LITERALS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key",
+                    "authkey", "auth_key", "servicekey", "service_key", "accountkey",
+                    "account_key", "dbkey", "db_key", "databasekey", "database_key", "privkey",
+                    "priv_key", "privatekey", "private_key", "clientkey", "client_key",
+                    "accesskey", "access_key", "secretkey", "contrase")
+# A quoted value, or a bare one (up to a space, quote or separator).
+_VALUE = r"(?:\"(?P<s1>[^\"\n]*)\"|'(?P<s2>[^'\n]*)'|(?P<s3>[^\s\"'`,;&]+))"
+
+RULES: tuple[Rule, ...] = (
+    Rule("private_key", ("private key", "putty-user-key"),
+         plugins=("private_key.PrivateKeyDetector",),
+         own=(r"(?P<s>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+              r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z))",),
+         why="the whole block, header to footer, so no key material is kept"),
+    Rule("jwt", ("eyj",), plugins=("jwt.JwtTokenDetector",)),
+    Rule("bearer", ("bearer",), check="value",
+         own=(r"\b[Bb]earer\s+(?P<s>(?=[A-Za-z0-9._~+/=-]*(?:[0-9_~+/=-]|\.[A-Za-z0-9]))"
+              r"[A-Za-z0-9._~+/=-]{8,})",),
+         why="detect-secrets has no rule for Authorization headers"),
+    Rule("basic_auth", ("basic",), check="basic",
+         own=(r"\b[Bb]asic\s+(?P<s>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])",),
+         why="HTTP Basic headers: base64 of user:password (detect-secrets only has URLs)"),
+    Rule("docker_auth", ('"auth"',), check="basic",
+         own=(r"\"auth\"\s*:\s*\"(?P<s>[A-Za-z0-9+/]{6,}={0,2})\"",),
+         why="docker config.json keeps base64 user:password under \"auth\""),
+    Rule("url_credentials", ("://",), check="value",
+         plugins=("basic_auth.BasicAuthDetector@1",),
+         own=(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:(?P<s>[^\s/?#@]+)(?=@)",),
+         why="passwords with reserved characters and URLs with no user name"),
+    Rule("aws_access_key", ("akia", "asia", "a3t", "abia", "acca"),
+         plugins=("aws.AWSKeyDetector[0]",)),
+    Rule("aws_secret_key", ("aws",), plugins=("aws.AWSKeyDetector[1]@1",),
+         own=(r"(?i:aws[\w.-]{0,20}?secret[\w.-]{0,20}?)[\"']?\s*[=:]\s*[\"']?"
+              r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",),
+         why="unquoted (env, ini, exported) secret access keys; a bare one beside a key id"),
+    Rule("azure_storage_key", ("accountkey=",),
+         plugins=("azure_storage_key.AzureStorageKeyDetector",),
+         own=(r"AccountKey=(?P<s>[A-Za-z0-9+/]{20,}={0,2})",),
+         why="keys shorter than 88 characters (emulator, truncated copies)"),
+    Rule("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+         plugins=("github_token.GitHubTokenDetector",),
+         own=(r"(?P<s>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",),
+         why="fine-grained github_pat_ tokens and lengths other than 36"),
+    Rule("gitlab_token", ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941",
+                          "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-"),
+         plugins=("gitlab_token.GitLabTokenDetector",)),
+    Rule("slack_webhook", ("hooks.slack.com",), plugins=("slack.SlackDetector[1]",)),
+    Rule("slack_token", ("xox",), plugins=("slack.SlackDetector[0]",),
+         own=(r"(?P<s>xox[abposre]-[A-Za-z0-9-]{10,})",),
+         why="tokens whose middle part is not all digits, and xoxe- refresh tokens"),
+    Rule("stripe_key", ("sk_live", "rk_live", "sk_test", "rk_test"),
+         plugins=("stripe.StripeDetector",),
+         own=(r"(?P<s>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,})",),
+         why="test-mode keys and lengths other than 24"),
+    Rule("api_key", ("sk-", "t3blbkfj"), plugins=("openai.OpenAIDetector",),
+         own=(r"(?P<s>sk-[A-Za-z0-9_-]{20,})",),
+         why="OpenAI project keys and Anthropic keys, which lack the legacy T3BlbkFJ mark"),
+    Rule("google_api_key", ("aiza",), own=(r"(?P<s>AIza[0-9A-Za-z_-]{35})",),
+         why="detect-secrets has no Google rule"),
+    Rule("huggingface_token", ("hf_",), own=(r"(?P<s>hf_[A-Za-z0-9]{30,})",),
+         why="detect-secrets has no Hugging Face rule"),
+    Rule("twilio_key", shape=r"(?:AC|SK)[a-z0-9]{32}", plugins=("twilio.TwilioKeyDetector",)),
+    Rule("sendgrid_key", ("sg.",), plugins=("sendgrid.SendGridDetector",)),
+    Rule("npm_token", ("_authtoken", "npm_"), plugins=("npm.NpmDetector@1",),
+         own=(r"(?P<s>npm_[A-Za-z0-9]{36})",),
+         why="npm tokens outside an .npmrc line"),
+    Rule("pypi_token", ("pypi-ag",), plugins=("pypi_token.PypiTokenDetector",)),
+    Rule("discord_token", shape=r"[MNO][\w-]{23,25}\.[\w-]{6}\.",
+         plugins=("discord.DiscordBotTokenDetector",)),
+    Rule("telegram_token", shape=r"\d{8,10}:[\w-]{35}",
+         plugins=("telegram_token.TelegramBotTokenDetector",)),
+    Rule("mailchimp_key", shape=r"[0-9a-z]{32}-us\d", plugins=("mailchimp.MailchimpDetector",)),
+    Rule("square_oauth", ("sq0csp-",), plugins=("square_oauth.SquareOAuthDetector",)),
+    Rule("artifactory_token", shape=r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}",
+         plugins=("artifactory.ArtifactoryDetector",)),
+    Rule("ibm_cloud_iam", shape=r"(?<![\w-])[\w-]{44}(?![\w-])",
+         plugins=("ibm_cloud_iam.IbmCloudIamDetector@1",)),
+    Rule("ibm_cos_hmac", ("secret",), plugins=("ibm_cos_hmac.IbmCosHmacDetector@1",)),
+    Rule("cloudant", shape=r"(?i:cl(?:ou(?:dant)?)?[-_]?(?:api)?(?:key|pw|pass|token)"
+                           r"|cloudant\.com)",
+         plugins=("cloudant.CloudantDetector@1",)),
+    Rule("softlayer", shape=r"(?i:(?:softlayer|sl)[-_]?(?:api)?(?:key|pwd|pass|token)"
+                            r"|api\.softlayer\.com)",
+         plugins=("softlayer.SoftlayerDetector@1",)),
+    Rule("netrc", ("password",), check="value",
+         own=(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?P<s>\S+)",
+              r"(?m)^[ \t]*password[ \t]+(?P<s>\S+)[ \t]*$"),
+         why="detect-secrets has no netrc rule (password as a bare word, no = or :)"),
+    Rule("pgpass", shape=r"(?m:^[\w.*\[\]-]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:\S+$)", check="value",
+         own=(r"(?m)^[\w.*\[\]-]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<s>\S+)$",),
+         why="detect-secrets has no .pgpass rule (host:port:db:user:password)"),
+    Rule("assignment", KEYWORD_LITERALS, check="value",
+         own=(r"(?P<key>(?i:\b[A-Za-z0-9_.-]*?(?:{keywords}))[\"']?)\s*(?P<sep>:=|=|:)\s*"
+              + _VALUE,),
+         why="detect-secrets' KeywordDetector words, with short and numeric values too, "
+             "in any file type (its regexes depend on the file name)"),
+    Rule("password_phrase", ("password", "passwd", "passphrase", "passcode"), check="phrase",
+         own=(r"(?i:\b(?:password|passwd|passphrase|passcode)\s+(?:is|was)\s+)"
+              r"(?:\"(?P<s1>[^\"\n]+)\"|'(?P<s2>[^'\n]+)'"
+              r"|(?P<s3>[^\s\"'`,;&]*[^\s\"'`,;&.!?:)]))",),
+         why="prose: \"my password is X\""),
+)
+
+RULE_NAMES = tuple(rule.name for rule in RULES) + ("secret_field",)
+# Rules about a value given a secret's name rather than a credential's own shape: the
+# release audit reports them apart ("secret_assignment" rather than "credential").
+ASSIGNMENT_RULES = frozenset({"assignment", "password_phrase", "netrc", "pgpass",
+                              "secret_field"})
+
+_LITERALS = tuple(dict.fromkeys(lit for rule in RULES for lit in rule.literals))
+_ANY_LITERAL = re.compile("|".join(map(re.escape, _LITERALS)))
+_SHAPES = re.compile("|".join(f"(?:{rule.shape})" for rule in RULES if rule.shape))
+SHORT = 100  # below this length one regex search beats a substring search per literal
+
+
+def may_hold(folded: str) -> bool:
+    """Whether any rule could match ``folded``: one of its literals or its shape is there.
+
+    Ordinary text answers no in microseconds; only a yes imports detect-secrets.
+    """
+    lowered = folded.lower()
+    if len(lowered) < SHORT:
+        if _ANY_LITERAL.search(lowered):
+            return True
+    elif any(literal in lowered for literal in _LITERALS):
+        return True
+    return _SHAPES.search(folded) is not None
+
+
+def candidates(folded: str) -> tuple[Rule, ...]:
+    """The rules whose literals or shape ``folded`` holds: the only ones worth running."""
+    lowered = folded.lower()
+    return tuple(rule for rule in RULES
+                 if any(literal in lowered for literal in rule.literals)
+                 or (rule.shape and re.search(rule.shape, folded)))
