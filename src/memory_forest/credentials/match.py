@@ -33,6 +33,7 @@ SECRET_FIELD = re.compile(
 # when a token character follows, so a sentence's full stop is not taken).
 _TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_-]))*")
 _TRIM = " \t\"'=:`"
+_LABEL = re.compile(r"(?:[A-Za-z]+=)?")
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 # Values that say "a placeholder" rather than "a secret".
 _PLACEHOLDERS = ("example", "placeholder", "redacted", "xxxx", "****", "your_", "your-",
@@ -111,10 +112,13 @@ def _secret(text: str, match: re.Match[str], group: int | None) -> tuple[int, in
                 and _CLOSERS[text[end - 1]] not in text[start:end]:
             end -= 1  # ``{"password": 123}``: the brace closes the object, not the value
         return (start, end) if end > start else None
-    if group:
-        return match.span(group) if match.group(group) else None
+    if group:  # a plugin's group can run on past the token (npm's ``.+``): cut it there
+        value = match.group(group)
+        return (match.start(group), match.start(group) + len(value.split()[0])) \
+            if value and value.strip() else None
     start, end = match.span()
     end = _TAIL.match(text, end).end()
+    start += len(_LABEL.match(text, start, end).group())  # ``AccountKey=``: says what follows
     while start < end and text[start] in _TRIM:
         start += 1
     while end > start and text[end - 1] in _TRIM:
