@@ -20,6 +20,7 @@ from memory_forest.writers.redact import redact_text, redact_value
 REPO = Path(__file__).resolve().parents[1]
 B64 = "dXNlcjpod" + "W50ZXIy"  # base64 of user:hunter2
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG" + "/bPxRfiCYzq8w3e5r7t"
+NPM = "a1B2c3D4e5F6g7H8i9J0" + "kL1m2N3o4P5q6R7s"
 
 # (rule, text holding one credential, the secret itself)
 CASES = [
@@ -49,10 +50,9 @@ CASES = [
     ("google_api_key", "AI" + "zaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW", None),
     ("huggingface_token", "hf" + "_" + "QwErTyUiOpAsDfGhJkLzXcVbNmQwErTyUi", None),
     ("twilio_key", "A" + "C" + "3f9a1b2c4d5e6f708192a3b4c5d6e7f80", None),
-    ("sendgrid_key", "S" + "G." + "a1B2c3D4e5F6g7H8i9J0kL.m1N2o3P4q5R6s7T8u9V0w1X2y3Z4a5B6c7D8e9F0g1H",
-     None),
-    ("npm_token", "//registry.npmjs.org/:_auth" + "Token=npm_" + "a1B2c3D4e5F6g7H8i9J0kL1m2N3o4P5q6R7s",
-     "npm_" + "a1B2c3D4e5F6g7H8i9J0kL1m2N3o4P5q6R7s"),
+    ("sendgrid_key", "S" + "G." + "a1B2c3D4e5F6g7H8i9J0kL."
+     "m1N2o3P4q5R6s7T8u9V0w1X2y3Z4a5B6c7D8e9F0g1H", None),
+    ("npm_token", "//registry.npmjs.org/:_auth" + "Token=npm_" + NPM, "npm_" + NPM),
     ("pypi_token", "py" + "pi-AgEIcHlwaS5vcmc" + "Q1w2E3r4T5y6" * 6, None),
     ("telegram_token", "bot " + "123456789:" + "AAH3kP9qL2mR7vT4wX1yZ5aB6cD8eF0gH2j", None),
     ("mailchimp_key", "3f9a1b2c4d5e6f708192a3b4c5d6e7f8" + "-us12", None),

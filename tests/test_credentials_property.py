@@ -6,6 +6,8 @@ Unicode compatibility forms (full-width letters, zero-width spaces).
 
 from __future__ import annotations
 
+import string
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_credentials import CASES, NOT_CREDENTIALS
@@ -13,7 +15,7 @@ from test_credentials import CASES, NOT_CREDENTIALS
 from memory_forest.credentials import findings
 from memory_forest.writers.redact import redact_text
 
-WIDE = {c: chr(ord(c) + 0xFEE0) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"}
+WIDE = {c: chr(ord(c) + 0xFEE0) for c in string.ascii_letters + string.digits}
 
 
 def _disguise(text: str, how: int) -> str:
