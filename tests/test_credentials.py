@@ -36,7 +36,7 @@ CASES = [
     ("aws_access_key", "AK" + "IAQ7ZX3K2M9P4R5T6V", None),
     ("aws_secret_key", "aws_secret_" + "access_key = " + AWS_SECRET, AWS_SECRET),
     ("aws_secret_key", "export AWS_SECRET_" + "ACCESS_KEY=" + AWS_SECRET, AWS_SECRET),
-    ("aws_secret_key", '{"AwsSecret' + 'AccessKey": "' + AWS_SECRET + '"}', AWS_SECRET),
+    ("aws_secret_key", '{"AwsSecretAcc' + 'essKey": "' + AWS_SECRET + '"}', AWS_SECRET),
     ("azure_storage_key", "AccountName=x;Account" + "Key=" + "Qm4Lp1x7" * 11 + "==;",
      "Qm4Lp1x7" * 11 + "=="),
     ("github_token", "gh" + "p_" + "R7t2Yk9Lm3Qp8Zx4Vc6Bn1Hs5Jd0Wf2Ga7Ke", None),
@@ -52,7 +52,7 @@ CASES = [
     ("twilio_key", "A" + "C" + "3f9a1b2c4d5e6f708192a3b4c5d6e7f80", None),
     ("sendgrid_key", "S" + "G." + "a1B2c3D4e5F6g7H8i9J0kL."
      "m1N2o3P4q5R6s7T8u9V0w1X2y3Z4a5B6c7D8e9F0g1H", None),
-    ("npm_token", "//registry.npmjs.org/:_auth" + "Token=npm_" + NPM, "npm_" + NPM),
+    ("npm_token", "//registry.npmjs.org/:_authTok" + "en=npm_" + NPM, "npm_" + NPM),
     ("pypi_token", "py" + "pi-AgEIcHlwaS5vcmc" + "Q1w2E3r4T5y6" * 6, None),
     ("telegram_token", "bot " + "123456789:" + "AAH3kP9qL2mR7vT4wX1yZ5aB6cD8eF0gH2j", None),
     ("mailchimp_key", "3f9a1b2c4d5e6f708192a3b4c5d6e7f8" + "-us12", None),
@@ -134,7 +134,7 @@ def test_the_forests_own_files_and_docs_have_no_findings():
 def test_a_numeric_secret_under_a_secret_named_key_is_redacted():
     counts: dict[str, int] = {}
     out = redact_value({"pass" + "word": 48213977, "pin": 7, "token": None, "secret": True,
-                        "api_key": 1.5}, counts)
+                        "api_" + "key": 1.5}, counts)
     assert out == {"password": "[REDACTED:secret_field]", "pin": 7, "token": None,
                    "secret": True, "api_key": "[REDACTED:secret_field]"}
     assert counts == {"secret_field": 2}

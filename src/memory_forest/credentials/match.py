@@ -110,7 +110,7 @@ def _secret(text: str, match: re.Match[str], group: int | None) -> tuple[int, in
         start, end = match.span(named[0])
         while end > start and text[end - 1] in _CLOSERS \
                 and _CLOSERS[text[end - 1]] not in text[start:end]:
-            end -= 1  # ``{"password": 123}``: the brace closes the object, not the value
+            end -= 1  # a bare value closing a JSON object: the brace is not the value
         return (start, end) if end > start else None
     if group:  # a plugin's group can run on past the token (npm's ``.+``): cut it there
         value = match.group(group)
@@ -150,12 +150,17 @@ def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> 
             match, secret, after):
         return False  # a prose word, a call (``get_secret()``) or an expression
     return not (check == "value" and "sep" in match.groupdict() and match.group("sep") == ":"
-                and secret.isalpha() and not _named_like_a_field(text, match))
+                and _word(secret) and not _named_like_a_field(text, match))
+
+
+def _word(secret: str) -> bool:
+    """Shaped like a word of prose (``whoever``, ``Nobody``), not like ``jEGmGTDJj``."""
+    return secret.isalpha() and (secret.islower() or secret.istitle())
 
 
 def _code_expression(match: re.Match[str], secret: str, after: str) -> bool:
     """``secret = tmp_path / "secret.md"``: a name in an expression, in code (spaces around
-    ``=``), not a value; ``DB_PASSWORD=hunter2`` is an env line."""
+    ``=``), not a value; ``DB_PASSWORD=<value>`` is an env line."""
     return ("sep" in match.groupdict() and match.group("sep") == "="
             and " = " in match.group(0) and secret.isidentifier()
             and _EXPRESSION.match(after) is not None)

@@ -99,7 +99,8 @@ RULES: tuple[Rule, ...] = (
          why="detect-secrets has no Google rule"),
     Rule("huggingface_token", ("hf_",), own=(r"(?P<s>hf_[A-Za-z0-9]{30,})",),
          why="detect-secrets has no Hugging Face rule"),
-    Rule("twilio_key", shape=r"(?:AC|SK)[a-z0-9]{32}", plugins=("twilio.TwilioKeyDetector",)),
+    Rule("twilio_key", shape=r"(?<![A-Za-z0-9])(?:AC|SK)[a-z0-9]{32}",
+         plugins=("twilio.TwilioKeyDetector",)),
     Rule("sendgrid_key", ("sg.",), plugins=("sendgrid.SendGridDetector",)),
     Rule("npm_token", ("_authtoken", "npm_"), plugins=("npm.NpmDetector@1",),
          own=(r"(?P<s>npm_[A-Za-z0-9]{36})",),
@@ -116,10 +117,10 @@ RULES: tuple[Rule, ...] = (
     Rule("ibm_cloud_iam", shape=r"(?<![\w-])[\w-]{44}(?![\w-])",
          plugins=("ibm_cloud_iam.IbmCloudIamDetector@1",)),
     Rule("ibm_cos_hmac", ("secret",), plugins=("ibm_cos_hmac.IbmCosHmacDetector@1",)),
-    Rule("cloudant", shape=r"(?i:cl(?:ou(?:dant)?)?[-_]?(?:api)?(?:key|pw|pass|token)"
+    Rule("cloudant", shape=r"(?i:\bcl(?:ou(?:dant)?)?[-_]?(?:api)?(?:key|pw|pass|token)"
                            r"|cloudant\.com)",
          plugins=("cloudant.CloudantDetector@1",)),
-    Rule("softlayer", shape=r"(?i:(?:softlayer|sl)[-_]?(?:api)?(?:key|pwd|pass|token)"
+    Rule("softlayer", shape=r"(?i:\b(?:softlayer|sl)[-_]?(?:api)?(?:key|pwd|pass|token)"
                             r"|api\.softlayer\.com)",
          plugins=("softlayer.SoftlayerDetector@1",)),
     Rule("netrc", ("password",), check="value",
@@ -138,7 +139,7 @@ RULES: tuple[Rule, ...] = (
          own=(r"(?i:\b(?:password|passwd|passphrase|passcode)\s+(?:is|was)\s+)"
               r"(?:\"(?P<s1>[^\"\n]+)\"|'(?P<s2>[^'\n]+)'"
               r"|(?P<s3>[^\s\"'`,;&]*[^\s\"'`,;&.!?:)]))",),
-         why="prose: \"my password is X\""),
+         why='prose: "my password is ..."'),
 )
 
 RULE_NAMES = tuple(rule.name for rule in RULES) + ("secret_field",)
@@ -148,9 +149,19 @@ ASSIGNMENT_RULES = frozenset({"assignment", "password_phrase", "netrc", "pgpass"
                               "secret_field"})
 
 _LITERALS = tuple(dict.fromkeys(lit for rule in RULES for lit in rule.literals))
-_ANY_LITERAL = re.compile("|".join(map(re.escape, _LITERALS)))
+# Literals are looked for in two steps: a few short anchors first (most keyword literals
+# share "key", "pass", "token" or "secret"), then the literals under an anchor found.
+_COMMON = ("key", "pass", "token", "secret")
+_ANCHORS: dict[str, tuple[str, ...]] = {}
+for _literal in _LITERALS:
+    _anchor = next((common for common in _COMMON if common in _literal), _literal)
+    _ANCHORS[_anchor] = (*_ANCHORS.get(_anchor, ()), _literal)
 _SHAPES = re.compile("|".join(f"(?:{rule.shape})" for rule in RULES if rule.shape))
-SHORT = 100  # below this length one regex search beats a substring search per literal
+# Every shape rule's match is one run of at least 9 non-space characters that is not a
+# lower-case word shorter than 24 letters (its secret has a digit, a capital, a colon or
+# 24 characters or more): text with no such run skips the shape search.
+_SHORTEST_SHAPE, _LONGEST_WORD = 9, 24
+_PUNCTUATION = ".,;:!?()[]{}<>\"'`"
 
 
 def may_hold(folded: str) -> bool:
@@ -159,12 +170,21 @@ def may_hold(folded: str) -> bool:
     Ordinary text answers no in microseconds; only a yes imports detect-secrets.
     """
     lowered = folded.lower()
-    if len(lowered) < SHORT:
-        if _ANY_LITERAL.search(lowered):
+    for anchor, literals in _ANCHORS.items():
+        if anchor in lowered and (len(literals) == 1 and literals[0] == anchor
+                                  or any(literal in lowered for literal in literals)):
             return True
-    elif any(literal in lowered for literal in _LITERALS):
-        return True
-    return _SHAPES.search(folded) is not None
+    return _has_long_run(folded) and _SHAPES.search(folded) is not None
+
+
+def _has_long_run(folded: str) -> bool:
+    for chunk in folded.split():
+        if len(chunk) >= _SHORTEST_SHAPE:
+            core = chunk.strip(_PUNCTUATION)
+            if len(core) >= _SHORTEST_SHAPE and not (
+                    core.isalpha() and core.islower() and len(core) < _LONGEST_WORD):
+                return True
+    return False
 
 
 def candidates(folded: str) -> tuple[Rule, ...]:
