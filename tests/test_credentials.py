@@ -65,6 +65,18 @@ CASES = [
     ("assignment", '{"pass' + 'word": 48213977}', "48213977"),
     ("assignment", "api_" + 'key = "k2J9x7Qm4Lp1"', "k2J9x7Qm4Lp1"),
     ("password_phrase", "my pass" + "word is swordfish", "swordfish"),
+    ("assignment", "<pass" + "word>Kx7#mQ2p</password>", "Kx7#mQ2p"),
+    ("discord_webhook", "https://discord.com/api/web" + "hooks/123456789012345678/"
+     "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9-x", "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9-x"),
+    ("google_oauth_token", "ya" + "29." + "a0Af1bC2dE3fG4hI5jK6lM7nO8", None),
+    ("azure_sas", "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&s" + "ig="
+     "Q1w2E3r4T5y6U7i8O9p0%3D", "Q1w2E3r4T5y6U7i8O9p0%3D"),
+    ("vault_token", "hv" + "s." + "CAESIJ1k2L3m4N5o6P7q8R9s0T", None),
+    ("docker_token", "dckr" + "_pat_" + "Zx8Cv7Bn6Mq5Wr4Et3Yu2Io1", None),
+    ("service_token", "shp" + "at_" + "9f8e7d6c5b4a39281706f5e4d3c2b1a0", None),
+    ("service_token", "do" + "p_v1_" + "9f8e7d6c5b4a39281706f5e4d3c2b1a0" * 2, None),
+    ("cli_password", "curl -u admin:" + "Wq9!rT4z https://ci.internal/api", "Wq9!rT4z"),
+    ("cli_password", "sshpass -p '" + "Wq9!rT4z' ssh deploy@10.0.0.9", "Wq9!rT4z"),
 ]
 
 
@@ -94,6 +106,14 @@ def test_each_detect_secrets_plugin_match_passes_the_pre_check():
     for rule, text, _ in CASES:
         assert may_hold(text), rule
     assert all(rule.literals or rule.shape for rule in RULES)
+
+
+def test_the_secret_half_of_a_pair_is_found_beside_its_id_only():
+    sid, token = "A" + "C" + "3f9a1b2c4d5e6f708192a3b4c5d6e7f80", "89e6dcde30a3aed1" * 2
+    text = f'client = Client("{sid}", "{token}")'
+    assert [(text[s:e], rule) for s, e, rule in spans(text)] == \
+        [(sid, "twilio_key"), (token, "twilio_key")]
+    assert spans(f"md5 {token} of the file") == []
 
 
 def test_a_finding_names_the_line_the_secret_starts_on():

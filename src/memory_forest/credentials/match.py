@@ -59,7 +59,14 @@ PROSE = frozenset((
 # Too like other data to flag anywhere, so only next to an access key id.
 AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
                         r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-AWS_NEAR = 200  # characters either side of an access key id
+# A Twilio auth token: 32 lower-case hex characters, standing alone.
+TWILIO_TOKEN = re.compile(r"(?<![A-Za-z0-9])[0-9a-f]{32}(?![A-Za-z0-9])")
+NEAR = 200  # characters either side of the id half of a pair
+# The id half of a pair (its rule) -> the rule and shape of a secret half that is too like
+# other data to flag alone: an AWS secret key beside its key id, a Twilio auth token
+# beside its account SID.
+BESIDE = {"aws_access_key": ("aws_secret_key", AWS_SECRET),
+          "twilio_key": ("twilio_key", TWILIO_TOKEN)}
 
 
 @functools.cache
@@ -96,9 +103,10 @@ def folded_spans(text: str) -> list[Found]:
                 if span and _real(rule.check, text, match, *span):
                     raw.append((span[0], order, span[1], rule.name))
     spans = _merge(raw)
-    if any(rule == "aws_access_key" for _, _, rule in spans):
-        spans = _merge([(s, 0, e, r) for s, e, r in spans] + _aws_beside(text, spans))
-    return spans
+    beside = [found for rule, (_, pattern) in BESIDE.items()
+              if any(name == rule for _, _, name in spans)
+              for found in _beside(text, spans, rule, pattern)]
+    return _merge([(s, 0, e, r) for s, e, r in spans] + beside) if beside else spans
 
 
 def _secret(text: str, match: re.Match[str], group: int | None) -> tuple[int, int] | None:
@@ -123,8 +131,6 @@ def _secret(text: str, match: re.Match[str], group: int | None) -> tuple[int, in
         start += 1
     while end > start and text[end - 1] in _TRIM:
         end -= 1
-    if start and (text[start - 1].isalnum()):
-        return None  # the middle of a longer word: not a token of its own
     return (start, end) if end > start else None
 
 
@@ -135,9 +141,13 @@ def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> 
     if _placeholder(secret):
         return False
     if check == "token":
-        return len(set(secret)) > 4
+        return len(set(secret)) > 4 and not _inside_a_word(text, start)
     if (is_templated_secret(secret) or is_prefixed_with_dollar_sign(secret)
-            or secret.lower() in _NOT_VALUES or secret.startswith(("/", "~/", "./", "../"))):
+            or not any(c.isalnum() for c in secret) or secret.lower() in _NOT_VALUES):
+        return False
+    if check == "url":
+        return True
+    if secret.startswith(("/", "~/", "./", "../")):
         return False
     line_end = text.find("\n", end)
     after = text[end:line_end if line_end >= 0 else len(text)]
@@ -150,11 +160,13 @@ def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> 
             match, secret, after):
         return False  # a prose word, a call (``get_secret()``) or an expression
     return not (check == "value" and "sep" in match.groupdict() and match.group("sep") == ":"
-                and _word(secret) and not _named_like_a_field(text, match))
+                and not _named_like_a_field(text, match)
+                and (_word(secret) or secret.isdigit()))
 
 
 def _word(secret: str) -> bool:
-    """Shaped like a word of prose (``whoever``, ``Nobody``), not like ``jEGmGTDJj``."""
+    """Shaped like a word of prose (``whoever``, ``Nobody``), not like ``jEGmGTDJj``; after
+    a name in the middle of a sentence, a word or a number is prose (``token: 32 bits``)."""
     return secret.isalpha() and (secret.islower() or secret.istitle())
 
 
@@ -175,6 +187,12 @@ def _named_like_a_field(text: str, match: re.Match[str]) -> bool:
             or not key.isalpha() or text[match.start() - 1:match.start()] in ("\"", "'"))
 
 
+def _inside_a_word(text: str, start: int) -> bool:
+    """A token that starts mid-word (``task-...``, or inside base64) is part of something
+    else; one that starts with a digit may follow a word (``bot123456789:...``)."""
+    return bool(start) and text[start - 1].isalnum() and not text[start].isdigit()
+
+
 def _placeholder(secret: str) -> bool:
     lowered = secret.lower()
     return (lowered.startswith("[redacted:") or len(set(secret)) == 1
@@ -192,11 +210,12 @@ def _basic_credentials(secret: str) -> bool:
     return bool(colon and user and password and plain.isprintable())
 
 
-def _aws_beside(text: str, spans: list[Found]) -> list[tuple[int, int, int, str]]:
-    """Bare 40-character secret keys within ``AWS_NEAR`` characters of an access key id."""
-    ids = [(s, e) for s, e, rule in spans if rule == "aws_access_key"]
-    return [(m.start(), 1, m.end(), "aws_secret_key") for m in AWS_SECRET.finditer(text)
-            if any(m.start() - AWS_NEAR <= e and s <= m.end() + AWS_NEAR for s, e in ids)]
+def _beside(text: str, spans: list[Found], rule: str,
+            pattern: re.Pattern[str]) -> list[tuple[int, int, int, str]]:
+    """The secret half of a pair, within ``NEAR`` characters of the id half found."""
+    ids = [(s, e) for s, e, name in spans if name == rule]
+    return [(m.start(), 1, m.end(), BESIDE[rule][0]) for m in pattern.finditer(text)
+            if any(m.start() - NEAR <= e and s <= m.end() + NEAR for s, e in ids)]
 
 
 def _merge(raw: list[tuple[int, int, int, str]]) -> list[Found]:

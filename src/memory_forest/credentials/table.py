@@ -36,13 +36,14 @@ class Rule:
 
 # Key words that name a secret, beyond detect-secrets' KeywordDetector list (which the
 # assignment rule also uses): ours add tokens, passphrases and access keys.
-OWN_KEYWORDS = ("token", "passphrase", "access_?key", "secret_?key", "api-key", "auth_?token")
+OWN_KEYWORDS = ("token", "passphrase", "access_?key", "secret_?key", "api-key", "auth_?token",
+                "(?<![A-Za-z])pass", "(?<![A-Za-z])pw")
 # The literals that every keyword, ours or detect-secrets', holds (lower case).
 KEYWORD_LITERALS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key",
                     "authkey", "auth_key", "servicekey", "service_key", "accountkey",
                     "account_key", "dbkey", "db_key", "databasekey", "database_key", "privkey",
                     "priv_key", "privatekey", "private_key", "clientkey", "client_key",
-                    "accesskey", "access_key", "secretkey", "contrase")
+                    "accesskey", "access_key", "secretkey", "contrase", "pw")
 # A quoted value, or a bare one (up to a space, quote or separator).
 _VALUE = r"(?:\"(?P<s1>[^\"\n]*)\"|'(?P<s2>[^'\n]*)'|(?P<s3>[^\s\"'`,;&]+))"
 
@@ -63,7 +64,7 @@ RULES: tuple[Rule, ...] = (
     Rule("docker_auth", ('"auth"',), check="basic",
          own=(r"\"auth\"\s*:\s*\"(?P<s>[A-Za-z0-9+/]{6,}={0,2})\"",),
          why="docker config.json keeps base64 user:password under \"auth\""),
-    Rule("url_credentials", ("://",), check="value",
+    Rule("url_credentials", ("://",), check="url",
          plugins=("basic_auth.BasicAuthDetector@1",),
          own=(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:(?P<s>[^\s/?#@]+)(?=@)",),
          why="passwords with reserved characters and URLs with no user name"),
@@ -85,9 +86,12 @@ RULES: tuple[Rule, ...] = (
                           "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-"),
          plugins=("gitlab_token.GitLabTokenDetector",)),
     Rule("slack_webhook", ("hooks.slack.com",), plugins=("slack.SlackDetector[1]",)),
-    Rule("slack_token", ("xox",), plugins=("slack.SlackDetector[0]",),
-         own=(r"(?P<s>xox[abposre]-[A-Za-z0-9-]{10,})",),
-         why="tokens whose middle part is not all digits, and xoxe- refresh tokens"),
+    Rule("slack_token", ("xox", "xapp-"), plugins=("slack.SlackDetector[0]",),
+         own=(r"(?P<s>xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})",),
+         why="tokens whose middle part is not all digits, xoxe- refresh and xapp- app tokens"),
+    Rule("discord_webhook", ("/api/webhooks/",),
+         own=(r"discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[\w-]{20,})",),
+         why="detect-secrets has no Discord webhook rule"),
     Rule("stripe_key", ("sk_live", "rk_live", "sk_test", "rk_test"),
          plugins=("stripe.StripeDetector",),
          own=(r"(?P<s>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,})",),
@@ -99,6 +103,23 @@ RULES: tuple[Rule, ...] = (
          why="detect-secrets has no Google rule"),
     Rule("huggingface_token", ("hf_",), own=(r"(?P<s>hf_[A-Za-z0-9]{30,})",),
          why="detect-secrets has no Hugging Face rule"),
+    Rule("google_oauth_token", ("ya29.",), own=(r"(?P<s>ya29\.[\w-]{20,})",),
+         why="detect-secrets has no Google OAuth access token rule"),
+    Rule("azure_sas", ("sig=",), check="url",
+         own=(r"[?&]sig=(?P<s>[A-Za-z0-9%+/=]{16,})",),
+         why="detect-secrets has no Azure shared access signature rule"),
+    Rule("vault_token", ("hvs.", "hvb."), own=(r"(?P<s>hv[sb]\.[\w-]{20,})",),
+         why="detect-secrets has no HashiCorp Vault rule"),
+    Rule("docker_token", ("dckr_pat_",), own=(r"(?P<s>dckr_pat_[\w-]{20,})",),
+         why="detect-secrets has no Docker Hub token rule"),
+    Rule("service_token", ("shpat_", "shpss_", "shpca_", "shppa_", "dop_v1_", "doo_v1_",
+                           "dor_v1_", "lin_api_", "secret_", "ntn_", "key-"),
+         own=(r"(?P<s>shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})",
+              r"(?P<s>do[opr]_v1_[a-f0-9]{64})",
+              r"(?P<s>lin_api_[A-Za-z0-9]{40})",
+              r"(?P<s>(?:secret|ntn)_[A-Za-z0-9]{43})",
+              r"(?P<s>key-[0-9a-f]{32})"),
+         why="Shopify, DigitalOcean, Linear, Notion and Mailgun formats detect-secrets lacks"),
     Rule("twilio_key", shape=r"(?<![A-Za-z0-9])(?:AC|SK)[a-z0-9]{32}",
          plugins=("twilio.TwilioKeyDetector",)),
     Rule("sendgrid_key", ("sg.",), plugins=("sendgrid.SendGridDetector",)),
@@ -111,7 +132,10 @@ RULES: tuple[Rule, ...] = (
     Rule("telegram_token", shape=r"\d{8,10}:[\w-]{35}",
          plugins=("telegram_token.TelegramBotTokenDetector",)),
     Rule("mailchimp_key", shape=r"[0-9a-z]{32}-us\d", plugins=("mailchimp.MailchimpDetector",)),
-    Rule("square_oauth", ("sq0csp-",), plugins=("square_oauth.SquareOAuthDetector",)),
+    Rule("square_oauth", ("sq0csp-", "sq0atp-", "eaaa"),
+         plugins=("square_oauth.SquareOAuthDetector",),
+         own=(r"(?P<s>sq0atp-[\w-]{22,}|EAAA[\w-]{60})",),
+         why="Square access tokens (detect-secrets has the OAuth secret only)"),
     Rule("artifactory_token", shape=r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}",
          plugins=("artifactory.ArtifactoryDetector",)),
     Rule("ibm_cloud_iam", shape=r"(?<![\w-])[\w-]{44}(?![\w-])",
@@ -123,6 +147,13 @@ RULES: tuple[Rule, ...] = (
     Rule("softlayer", shape=r"(?i:\b(?:softlayer|sl)[-_]?(?:api)?(?:key|pwd|pass|token)"
                             r"|api\.softlayer\.com)",
          plugins=("softlayer.SoftlayerDetector@1",)),
+    Rule("cli_password", ("curl", "wget", "sshpass", "login", "--password"), check="value",
+         own=(r"\b(?:curl|wget)\b[^\n]*?\s(?:-u|--user)[ =][\"']?[^\s:\"']+:"
+              r"(?P<s>[^\s\"']+)",
+              r"\bsshpass\s+-p\s*[\"']?(?P<s>[^\s\"']+)",
+              r"\blogin\b[^\n]*?\s(?:-p|--password)[ =][\"']?(?P<s>[^\s\"']+)",
+              r"--password\s+[\"']?(?P<s>[^\s\"'-][^\s\"']*)"),
+         why="passwords given to commands: curl -u, sshpass -p, docker login -p, --password"),
     Rule("netrc", ("password",), check="value",
          own=(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?P<s>\S+)",
               r"(?m)^[ \t]*password[ \t]+(?P<s>\S+)[ \t]*$"),
@@ -132,7 +163,8 @@ RULES: tuple[Rule, ...] = (
          why="detect-secrets has no .pgpass rule (host:port:db:user:password)"),
     Rule("assignment", KEYWORD_LITERALS, check="value",
          own=(r"(?P<key>(?i:\b[A-Za-z0-9_.-]*?(?:{keywords}))[\"']?)\s*(?P<sep>:=|=|:)\s*"
-              + _VALUE,),
+              + _VALUE,
+              r"<(?P<tag>(?i:[\w:.-]*?(?:{keywords})))>(?P<s>[^<\s]+)</(?P=tag)>"),
          why="detect-secrets' KeywordDetector words, with short and numeric values too, "
              "in any file type (its regexes depend on the file name)"),
     Rule("password_phrase", ("password", "passwd", "passphrase", "passcode"), check="phrase",
