@@ -134,6 +134,10 @@ NOT_CREDENTIALS = [
     "pass" + "word: <your-password> and api_key: ${API_KEY} and secret={{ secret }}",
     "the AccountName setting, a Basic plan, Bearer authentication, hooks.slack.com docs",
     "10:30:45 meeting; ratio 16:9; https://example.org:8443/path@v2",
+    "self.user, self.pass" + "word = user, password; def __init__(self, passwd=None):",
+    "user, pass" + "word = Manager.find_user_password(self, realm,",
+    "if not pass" + "word:\n    raise ValueError('no password')",
+    "when no login/pass" + "word was specified, the netrc pass" + "word combination.",
 ]
 
 

@@ -34,6 +34,7 @@ SECRET_FIELD = re.compile(
 _TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_-]))*")
 _TRIM = " \t\"'=:`"
 _LABEL = re.compile(r"(?:[A-Za-z]+=)?")
+_TRAILING = ").:;,]}"
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 # Values that say "a placeholder" rather than "a secret".
 _PLACEHOLDERS = ("example", "placeholder", "redacted", "xxxx", "****", "your_", "your-",
@@ -143,7 +144,8 @@ def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> 
     if check == "token":
         return len(set(secret)) > 4 and not _inside_a_word(text, start)
     if (is_templated_secret(secret) or is_prefixed_with_dollar_sign(secret)
-            or not any(c.isalnum() for c in secret) or secret.lower() in _NOT_VALUES):
+            or not any(c.isalnum() for c in secret)
+            or secret.rstrip(_TRAILING).lower() in _NOT_VALUES):
         return False
     if check == "url":
         return True
@@ -156,7 +158,7 @@ def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> 
     if _CONSTANT.fullmatch(secret) or _ATTRIBUTE.fullmatch(secret):
         return False  # ``DB_PASSWORD``, ``self.token``: the name of what holds it
     line = text[text.rfind("\n", 0, start) + 1:start] + secret + after
-    if secret.lower() in PROSE or is_indirect_reference(line) or _code_expression(
+    if _prose(secret, check) or is_indirect_reference(line) or _code_expression(
             match, secret, after):
         return False  # a prose word, a call (``get_secret()``) or an expression
     return not (check == "value" and "sep" in match.groupdict() and match.group("sep") == ":"
@@ -170,12 +172,23 @@ def _word(secret: str) -> bool:
     return secret.isalpha() and (secret.islower() or secret.istitle())
 
 
+def _prose(secret: str, check: str) -> bool:
+    """A word of prose after a secret's name: ``the password was specified``."""
+    word = secret.rstrip(_TRAILING)
+    return word.lower() in PROSE or (check in ("phrase", "value") and _word(word) and (
+        word.lower().endswith("ed") or word != secret))  # "-ed", or a sentence's last word
+
+
 def _code_expression(match: re.Match[str], secret: str, after: str) -> bool:
-    """``secret = tmp_path / "secret.md"``: a name in an expression, in code (spaces around
-    ``=``), not a value; ``DB_PASSWORD=<value>`` is an env line."""
-    return ("sep" in match.groupdict() and match.group("sep") == "="
-            and " = " in match.group(0) and secret.isidentifier()
-            and _EXPRESSION.match(after) is not None)
+    """Code, not a value: a call or a bracketed expression (``getpass.getpass(...``,
+    ``[CFWS]``), or, with spaces around ``=``, a variable name (``self.passwd = mgr``,
+    ``secret = tmp_path / "x"``); ``DB_PASSWORD=<value>`` is an env line."""
+    if "(" in secret or secret[:1] in "([{":
+        return True
+    spaced = "sep" in match.groupdict() and match.group("sep") == "=" \
+        and " = " in match.group(0)
+    return spaced and secret.isidentifier() and (
+        not any(c.isdigit() for c in secret) or _EXPRESSION.match(after) is not None)
 
 
 def _named_like_a_field(text: str, match: re.Match[str]) -> bool:

@@ -55,14 +55,14 @@ RULES: tuple[Rule, ...] = (
          why="the whole block, header to footer, so no key material is kept"),
     Rule("jwt", ("eyj",), plugins=("jwt.JwtTokenDetector",)),
     Rule("bearer", ("bearer",), check="value",
-         own=(r"\b[Bb]earer\s+(?P<s>(?=[A-Za-z0-9._~+/=-]*(?:[0-9_~+/=-]|\.[A-Za-z0-9]))"
+         own=(r"\b[Bb]earer[ \t]+(?P<s>(?=[A-Za-z0-9._~+/=-]*(?:[0-9_~+/=-]|\.[A-Za-z0-9]))"
               r"[A-Za-z0-9._~+/=-]{8,})",),
          why="detect-secrets has no rule for Authorization headers"),
     Rule("basic_auth", ("basic",), check="basic",
-         own=(r"\b[Bb]asic\s+(?P<s>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])",),
+         own=(r"\b[Bb]asic[ \t]+(?P<s>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])",),
          why="HTTP Basic headers: base64 of user:password (detect-secrets only has URLs)"),
     Rule("docker_auth", ('"auth"',), check="basic",
-         own=(r"\"auth\"\s*:\s*\"(?P<s>[A-Za-z0-9+/]{6,}={0,2})\"",),
+         own=(r"\"auth\"[ \t]*:[ \t]*\"(?P<s>[A-Za-z0-9+/]{6,}={0,2})\"",),
          why="docker config.json keeps base64 user:password under \"auth\""),
     Rule("url_credentials", ("://",), check="url",
          plugins=("basic_auth.BasicAuthDetector@1",),
@@ -71,7 +71,7 @@ RULES: tuple[Rule, ...] = (
     Rule("aws_access_key", ("akia", "asia", "a3t", "abia", "acca"),
          plugins=("aws.AWSKeyDetector[0]",)),
     Rule("aws_secret_key", ("aws",), plugins=("aws.AWSKeyDetector[1]@1",),
-         own=(r"(?i:aws[\w.-]{0,20}?secret[\w.-]{0,20}?)[\"']?\s*[=:]\s*[\"']?"
+         own=(r"(?i:aws[\w.-]{0,20}?secret[\w.-]{0,20}?)[\"']?[ \t]*[=:][ \t]*[\"']?"
               r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",),
          why="unquoted (env, ini, exported) secret access keys; a bare one beside a key id"),
     Rule("azure_storage_key", ("accountkey=",),
@@ -162,13 +162,13 @@ RULES: tuple[Rule, ...] = (
          own=(r"(?m)^[\w.*\[\]-]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<s>\S+)$",),
          why="detect-secrets has no .pgpass rule (host:port:db:user:password)"),
     Rule("assignment", KEYWORD_LITERALS, check="value",
-         own=(r"(?P<key>(?i:\b[A-Za-z0-9_.-]*?(?:{keywords}))[\"']?)\s*(?P<sep>:=|=|:)\s*"
+         own=(r"(?P<key>(?i:\b[A-Za-z0-9_.-]*?(?:{keywords}))[\"']?)[ \t]*(?P<sep>:=|=|:)[ \t]*"
               + _VALUE,
               r"<(?P<tag>(?i:[\w:.-]*?(?:{keywords})))>(?P<s>[^<\s]+)</(?P=tag)>"),
          why="detect-secrets' KeywordDetector words, with short and numeric values too, "
              "in any file type (its regexes depend on the file name)"),
     Rule("password_phrase", ("password", "passwd", "passphrase", "passcode"), check="phrase",
-         own=(r"(?i:\b(?:password|passwd|passphrase|passcode)\s+(?:is|was)\s+)"
+         own=(r"(?i:\b(?:password|passwd|passphrase|passcode)[ \t]+(?:is|was)[ \t]+)"
               r"(?:\"(?P<s1>[^\"\n]+)\"|'(?P<s2>[^'\n]+)'"
               r"|(?P<s3>[^\s\"'`,;&]*[^\s\"'`,;&.!?:)]))",),
          why='prose: "my password is ..."'),
