@@ -122,6 +122,17 @@ def test_redaction_happens_before_the_hash_and_is_counted(empty_forest, tmp_path
     assert record["sha256"] == hashlib.sha256(dumps(record["payload"]).encode()).hexdigest()
 
 
+def test_a_number_under_a_secret_named_key_is_redacted(empty_forest, tmp_path):
+    pin = 48213977
+    out = run(empty_forest, tmp_path, [event(1, payload={"pass" + "word": pin, "count": 3,
+                                                          "token": None, "secret": False})])
+    assert out["redactions"] == {"secret_field": 1}
+    payload = istm_records(empty_forest)[0]["payload"]
+    assert payload == {"password": "[REDACTED:secret_field]", "count": 3, "token": None,
+                       "secret": False}
+    assert str(pin) not in (empty_forest / out["shard"]).read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("raw, code", [
     (b"\xff\xfe", "capture_not_utf8"),
     (b"", "capture_empty"),
