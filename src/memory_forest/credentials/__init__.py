@@ -32,6 +32,10 @@ __all__ = ["ASSIGNMENT_RULES", "RULE_NAMES", "Span", "findings", "fold", "line_f
 
 Span = tuple[int, int, str]  # start, end (in the text as given), rule
 
+# Every character ``str.splitlines`` ends a line at becomes "\n" in the matched copy (one
+# for one, so positions do not move): the rules then see the lines sync and the audit see.
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", "\n"))
+
 # Invisible characters dropped before matching (soft hyphen, zero-width and bidi controls).
 _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
                         "\u2066-\u206f\ufeff]")
@@ -98,7 +102,7 @@ def fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:
     """
     if text.isascii() or (unicodedata.is_normalized("NFKC", text)
                           and not _INVISIBLE.search(text)):
-        return text, None, None
+        return text.translate(_LINE_BREAKS), None, None
     parts: list[str] = []
     starts: list[int] = []
     ends: list[int] = [0]
@@ -108,7 +112,7 @@ def fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:
         starts += [index] * len(piece)
         ends += [index + 1] * len(piece)
     starts.append(len(text))
-    return "".join(parts), starts, ends
+    return "".join(parts).translate(_LINE_BREAKS), starts, ends
 
 
 def _at(positions: list[int] | None, index: int) -> int:

@@ -99,10 +99,14 @@ def folded_spans(text: str) -> list[Found]:
         if rule not in worth:
             continue
         for pattern, group in _compiled(rule):
-            for match in pattern.finditer(text):
-                span = _secret(text, match, group)
+            position = 0
+            while (match := pattern.search(text, position)) is not None:
+                span = _secret(text, match, group, rule.check == "token")
                 if span and _real(rule.check, text, match, *span):
                     raw.append((span[0], order, span[1], rule.name))
+                    position = max(match.end(), match.start() + 1)
+                else:  # a rejected match may hide a real one that starts inside it
+                    position = match.start() + 1
     spans = _merge(raw)
     beside = [found for rule, (_, pattern) in BESIDE.items()
               if any(name == rule for _, _, name in spans)
@@ -110,7 +114,10 @@ def folded_spans(text: str) -> list[Found]:
     return _merge([(s, 0, e, r) for s, e, r in spans] + beside) if beside else spans
 
 
-def _secret(text: str, match: re.Match[str], group: int | None) -> tuple[int, int] | None:
+def _secret(text: str, match: re.Match[str], group: int | None,
+            token: bool) -> tuple[int, int] | None:
+    """The span of the secret in a match; a token's runs on to the end of the token, so
+    what follows it is never a new word once the token is replaced."""
     if group is None:
         named = [name for name, value in match.groupdict().items()
                  if value is not None and name.startswith("s") and name != "sep"]
@@ -120,6 +127,8 @@ def _secret(text: str, match: re.Match[str], group: int | None) -> tuple[int, in
         while end > start and text[end - 1] in _CLOSERS \
                 and _CLOSERS[text[end - 1]] not in text[start:end]:
             end -= 1  # a bare value closing a JSON object: the brace is not the value
+        if token:
+            end = _TAIL.match(text, end).end()
         return (start, end) if end > start else None
     if group:  # a plugin's group can run on past the token (npm's ``.+``): cut it there
         value = match.group(group)
