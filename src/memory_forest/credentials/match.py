@@ -37,7 +37,8 @@ _LABEL = re.compile(r"(?:[A-Za-z]+=)?")
 _TRAILING = ").:;,]}"
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 # Values that say "a placeholder" rather than "a secret".
-_PLACEHOLDERS = ("example", "placeholder", "redacted", "xxxx", "****", "your_", "your-",
+_PLACEHOLDERS = ("example", "placeholder", "redacted", "xxxx", "****", "your_", "your-", "%s",
+                 "%(",
                  "yourpassword", "yourtoken", "changeme", "change-me", "change_me", "dummy",
                  "fake", "<", ">", "{{", "${", "...", "\u2026")
 _NOT_VALUES = frozenset({"null", "none", "nil", "true", "false", "undefined", "empty", "n/a",
@@ -191,12 +192,13 @@ def _prose(secret: str, check: str) -> bool:
 def _code_expression(match: re.Match[str], secret: str, after: str) -> bool:
     """Code, not a value: a call or a bracketed expression (``getpass.getpass(...``,
     ``[CFWS]``), or, with spaces around ``=``, a variable name (``self.passwd = mgr``,
-    ``secret = tmp_path / "x"``); ``DB_PASSWORD=<value>`` is an env line."""
+    ``node_token = node.value``, ``secret = tmp_path / "x"``); ``DB_PASSWORD=<value>`` is
+    an env line."""
     if "(" in secret or secret[:1] in "([{":
         return True
     spaced = "sep" in match.groupdict() and match.group("sep") == "=" \
         and " = " in match.group(0)
-    return spaced and secret.isidentifier() and (
+    return spaced and all(part.isidentifier() for part in secret.split(".")) and (
         not any(c.isdigit() for c in secret) or _EXPRESSION.match(after) is not None)
 
 
