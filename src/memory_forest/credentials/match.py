@@ -33,14 +33,14 @@ SECRET_FIELD = re.compile(
 # when a token character follows, so a sentence's full stop is not taken).
 _TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_-]))*")
 _TRIM = " \t\"'=:`"
+_SECRET_GROUP = re.compile(r"s\d*")  # our patterns name the secret s, s1, s2...
 _LABEL = re.compile(r"(?:[A-Za-z]+=)?")
 _TRAILING = ").:;,]}"
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 # Values that say "a placeholder" rather than "a secret".
-_PLACEHOLDERS = ("example", "placeholder", "redacted", "xxxx", "****", "your_", "your-", "%s",
-                 "%(",
+_PLACEHOLDERS = ("example", "placeholder", "redacted", "xxxx", "****", "your_", "your-",
                  "yourpassword", "yourtoken", "changeme", "change-me", "change_me", "dummy",
-                 "fake", "<", ">", "{{", "${", "...", "\u2026")
+                 "fake", "<", ">", "{{", "${", "%s", "%(", "...", "\u2026")
 _NOT_VALUES = frozenset({"null", "none", "nil", "true", "false", "undefined", "empty", "n/a",
                          "required", "optional", "string", "str", "int", "bool", "password",
                          "passwd", "pass", "secret", "token", "key", "api_key"})
@@ -121,7 +121,7 @@ def _secret(text: str, match: re.Match[str], group: int | None,
     what follows it is never a new word once the token is replaced."""
     if group is None:
         named = [name for name, value in match.groupdict().items()
-                 if value is not None and name.startswith("s") and name != "sep"]
+                 if value is not None and _SECRET_GROUP.fullmatch(name)]
         if not named:
             return None
         start, end = match.span(named[0])
@@ -146,6 +146,8 @@ def _secret(text: str, match: re.Match[str], group: int | None,
 
 
 def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> bool:
+    """Whether the span is a secret rather than a placeholder, a name in code or prose;
+    ``check`` is the rule's (``table.Rule``)."""
     secret = text[start:end]
     if check == "basic":
         return _basic_credentials(secret)
@@ -218,6 +220,7 @@ def _inside_a_word(text: str, start: int) -> bool:
 
 
 def _placeholder(secret: str) -> bool:
+    """A marker, one repeated character, or a word that says "fill this in"."""
     lowered = secret.lower()
     return (lowered.startswith("[redacted:") or len(set(secret)) == 1
             or any(word in lowered for word in _PLACEHOLDERS))

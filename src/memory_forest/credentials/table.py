@@ -21,8 +21,12 @@ class Rule:
     ``plugins`` are ``module.Class`` of detect-secrets' plugins, optionally with
     ``[i]`` (one regex of its denylist) and ``@g`` (the group that is the secret;
     else the whole match, extended to the end of the token it starts).
-    ``own`` are our patterns; their first named group that matched is the secret.
-    ``check`` says which filter decides whether a match is a real secret.
+    ``own`` are our patterns; their group ``s`` (or ``s1``, ``s2``...) is the secret.
+    ``check`` says which filter decides whether a match is a real secret: ``token``
+    (a credential by its shape: not a placeholder, not inside a longer word),
+    ``basic`` (base64 of ``user:password``), ``url`` (not a placeholder or template),
+    ``value`` and ``phrase`` (a value given a secret's name: also not code, a path or
+    a word of prose).
     """
 
     name: str
