@@ -8,8 +8,8 @@ of them call ``spans``, a string the writers would change is exactly a string
 ``findings`` reports, and the reverse.
 
 The rules (``credentials.table``, run by ``credentials.match``) are
-detect-secrets' plugins, extended by our own where they miss; ``match`` imports detect-secrets,
-which costs about 100 ms. Most text holds none of the literals or shapes a
+detect-secrets' plugins, extended by our own where they miss; ``match``
+imports detect-secrets, which costs about 100 ms. Most text holds none of the literals or shapes a
 rule needs, so a cheap pre-check (``credentials.table``, standard library
 only) decides first, and the rules are imported only for text that might hold
 a credential. ``retrieve`` and the gate never come here at all.
@@ -25,12 +25,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .table import ASSIGNMENT_RULES, RULE_NAMES, may_hold
+from .table import ASSIGNMENT_RULES, BESIDE, RULE_NAMES, may_hold
 
-__all__ = ["ASSIGNMENT_RULES", "RULE_NAMES", "Span", "findings", "fold", "line_findings",
-           "secret_field", "spans"]
+__all__ = ["ASSIGNMENT_RULES", "PAIRED", "RULE_NAMES", "Span", "findings", "fold",
+           "line_findings", "secret_beside", "secret_field", "spans"]
+
 
 Span = tuple[int, int, str]  # start, end (in the text as given), rule
+PAIRED = frozenset(BESIDE)  # rules that find the id half of a pair (``secret_beside``)
 
 # Every character ``str.splitlines`` ends a line at becomes "\n" in the matched copy (one
 # for one, so positions do not move): the rules then see the lines sync and the audit see.
@@ -90,6 +92,13 @@ def secret_field(name: str) -> bool:
     from .match import SECRET_FIELD
 
     return SECRET_FIELD.fullmatch(folded) is not None
+
+
+def secret_beside(id_rule: str, value: str) -> str | None:
+    """The rule of ``value`` when it is, whole, the secret half of a pair whose id half
+    (``id_rule``, one of ``PAIRED``) was found beside it, as in one JSON object."""
+    rule, shape = BESIDE[id_rule]
+    return rule if shape.fullmatch(value) else None
 
 
 def fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:

@@ -178,6 +178,19 @@ RULES: tuple[Rule, ...] = (
          why='prose: "my password is ..."'),
 )
 
+# A bare AWS secret access key: 40 characters of base64 with both cases, standing alone.
+# Too like other data to flag anywhere, so only next to an access key id.
+AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
+                        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# A Twilio auth token: 32 lower-case hex characters, standing alone.
+TWILIO_TOKEN = re.compile(r"(?<![A-Za-z0-9])[0-9a-f]{32}(?![A-Za-z0-9])")
+NEAR = 200  # characters either side of the id half of a pair
+# The id half of a pair (its rule) -> the rule and shape of a secret half that is too like
+# other data to flag alone: an AWS secret key beside its key id, a Twilio auth token
+# beside its account SID.
+BESIDE = {"aws_access_key": ("aws_secret_key", AWS_SECRET),
+          "twilio_key": ("twilio_key", TWILIO_TOKEN)}
+
 RULE_NAMES = tuple(rule.name for rule in RULES) + ("secret_field",)
 # Rules about a value given a secret's name rather than a credential's own shape: the
 # release audit reports them apart ("secret_assignment" rather than "credential").

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..credentials import fold, secret_field, spans
+from ..credentials import PAIRED, fold, secret_beside, secret_field, spans
 from ..credentials.table import may_hold
 
 MARKER_PREFIX = "[REDACTED:"
@@ -86,8 +86,8 @@ def redact_value(value: Any, counts: Counts) -> Any:
             _redact_object(source, target, local, pending)
         else:  # a list's items are under its key: ``"api_keys": ["...", "..."]``
             target.extend(_leaf(item, key, local, pending) for item in source)
-        if local.get("aws_access_key"):
-            _aws_siblings(target, local)
+        for rule in [rule for rule in local if rule in PAIRED]:
+            _siblings(target, rule, local)
         for rule, number in local.items():
             counts[rule] = counts.get(rule, 0) + number
     return top
@@ -117,16 +117,15 @@ def _redact_object(source: dict[str, Any], target: dict[str, Any], counts: Count
         target[name] = _leaf(item, key, counts, pending)
 
 
-def _aws_siblings(target: dict[str, Any] | list[Any], counts: Counts) -> None:
-    """In an object or list that held an access key id, a value that is exactly a bare
-    secret key is the secret beside it."""
-    from ..credentials.match import AWS_SECRET
-
+def _siblings(target: dict[str, Any] | list[Any], id_rule: str, counts: Counts) -> None:
+    """In an object or list that held the id half of a pair (an AWS access key id), a
+    value that is exactly the secret half's shape is the secret beside it."""
     places = target.items() if isinstance(target, dict) else enumerate(target)
     for place, item in list(places):
-        if isinstance(item, str) and AWS_SECRET.fullmatch(item):
-            target[place] = marker("aws_secret_key")
-            _count(counts, "aws_secret_key")
+        rule = secret_beside(id_rule, item) if isinstance(item, str) else None
+        if rule is not None:
+            target[place] = marker(rule)
+            _count(counts, rule)
 
 
 def _leaf(item: Any, key: Any, counts: Counts, pending: list[Pending]) -> Any:
