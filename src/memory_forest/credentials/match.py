@@ -34,6 +34,10 @@ SECRET_FIELD = re.compile(
 _TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_-]))*")
 _TRIM = " \t\"'=:`"
 _SECRET_GROUP = re.compile(r"s\d*")  # our patterns name the secret s, s1, s2...
+VALUE_CAP = 256  # what table._VALUE reads of a value; a longer bare one is taken whole
+_BARE = re.compile(r"[^\s\"'`,;&]*")
+CONTEXT = 200  # characters of a line read either side of a value to judge it
+WINDOW, OVERLAP = 4096, 1024  # how much of a long text one plugin search sees
 _LABEL = re.compile(r"(?:[A-Za-z]+=)?")
 _TRAILING = ").:;,]}"
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
@@ -89,11 +93,23 @@ def folded_spans(text: str) -> list[Found]:
             continue
         for pattern, group in _compiled(rule):
             position = 0
-            while (match := pattern.search(text, position)) is not None:
+            while position < len(text):
+                # detect-secrets' regexes were written for short lines; some (OpenAI's,
+                # JWT's) backtrack over the whole rest of a line at each start, so a long
+                # line is searched a window at a time (a match may cross a window's end)
+                stop = len(text) if group is None else min(len(text), position + WINDOW)
+                match = pattern.search(text, position, stop)
+                if match is None:
+                    if stop == len(text):
+                        break
+                    position = stop - OVERLAP
+                    continue
                 span = _secret(text, match, group, rule.check == "token")
                 if span and _real(rule.check, text, match, *span):
+                    if span[1] - span[0] >= VALUE_CAP:  # a long bare value: all of it
+                        span = (span[0], _BARE.match(text, span[1]).end())
                     raw.append((span[0], order, span[1], rule.name))
-                    position = max(match.end(), match.start() + 1)
+                    position = max(match.end(), match.start() + 1, span[1])
                 else:  # a rejected match may hide a real one that starts inside it
                     position = match.start() + 1
     spans = _merge(raw)
@@ -113,6 +129,8 @@ def _secret(text: str, match: re.Match[str], group: int | None,
         if not named:
             return None
         start, end = match.span(named[0])
+        if token and _inside_a_word(text, start):
+            return None
         while end > start and text[end - 1] in _CLOSERS \
                 and _CLOSERS[text[end - 1]] not in text[start:end]:
             end -= 1  # a bare value closing a JSON object: the brace is not the value
@@ -124,10 +142,12 @@ def _secret(text: str, match: re.Match[str], group: int | None,
         return (match.start(group), match.start(group) + len(value.split()[0])) \
             if value and value.strip() else None
     start, end = match.span()
-    end = _TAIL.match(text, end).end()
     start += len(_LABEL.match(text, start, end).group())  # ``AccountKey=``: says what follows
     while start < end and text[start] in _TRIM:
         start += 1
+    if _inside_a_word(text, start):
+        return None
+    end = _TAIL.match(text, end).end()
     while end > start and text[end - 1] in _TRIM:
         end -= 1
     return (start, end) if end > start else None
@@ -142,7 +162,7 @@ def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> 
     if _placeholder(secret):
         return False
     if check == "token":
-        return len(set(secret)) > 4 and not _inside_a_word(text, start)
+        return len(set(secret)) > 4
     if (is_templated_secret(secret) or is_prefixed_with_dollar_sign(secret)
             or not any(c.isalnum() for c in secret)
             or secret.rstrip(_TRAILING).lower() in _NOT_VALUES):
@@ -151,16 +171,15 @@ def _real(check: str, text: str, match: re.Match[str], start: int, end: int) -> 
         return True
     if secret.startswith(("/", "~/", "./", "../")):
         return False
-    line_end = text.find("\n", end)
-    after = text[end:line_end if line_end >= 0 else len(text)]
+    before, after = _around(text, start, end)
     if start and text[start - 1] in ("\"", "'") and text[end:end + 1] == text[start - 1]:
         return not _EXPRESSION.match(after[1:])  # ``"sk-" + rest``: a fragment in code
     if _CONSTANT.fullmatch(secret) or _ATTRIBUTE.fullmatch(secret):
         return False  # ``DB_PASSWORD``, ``self.token``: the name of what holds it
-    line = text[text.rfind("\n", 0, start) + 1:start] + secret + after
-    if _prose(secret, check) or is_indirect_reference(line) or _code_expression(
-            match, secret, after):
-        return False  # a prose word, a call (``get_secret()``) or an expression
+    if _prose(secret, check) or _code_expression(match, secret, after) or (
+            ("(" in secret or "[" in secret or after[:1] in ("(", "["))
+            and is_indirect_reference(before + secret + after)):
+        return False  # a prose word, an expression or a call (``get_secret()``)
     return not (check == "value" and "sep" in match.groupdict() and match.group("sep") == ":"
                 and not _named_like_a_field(text, match)
                 and (_word(secret) or secret.isdigit()))
@@ -196,9 +215,22 @@ def _named_like_a_field(text: str, match: re.Match[str]) -> bool:
     """``password: hunter`` is a field when the key starts its line (YAML, headers) or is
     an identifier or quoted; ``no secret: whoever`` is a sentence."""
     key = match.group("key")
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    return (not text[line_start:match.start()].strip(" \t-#*")
-            or not key.isalpha() or text[match.start() - 1:match.start()] in ("\"", "'"))
+    before, _ = _around(text, match.start(), match.start())
+    return (not before.strip(" \t-#*") or not key.isalpha()
+            or text[match.start() - 1:match.start()] in ("\"", "'"))
+
+
+def _around(text: str, start: int, end: int) -> tuple[str, str]:
+    """The rest of the line before ``start`` and after ``end``, up to ``CONTEXT``
+    characters each way (a line longer than that is read no further: linear time)."""
+    low = max(0, start - CONTEXT)
+    line_start = text.rfind("\n", low, start)
+    before = text[line_start + 1 if line_start >= 0 else low:start]
+    if line_start < 0 and low:
+        before = "\0" + before  # not the line's start: the line began further back
+    high = min(len(text), end + CONTEXT)
+    line_end = text.find("\n", end, high)
+    return before, text[end:line_end if line_end >= 0 else high]
 
 
 def _inside_a_word(text: str, start: int) -> bool:

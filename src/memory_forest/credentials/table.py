@@ -49,7 +49,9 @@ KEYWORD_LITERALS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-
                     "priv_key", "privatekey", "private_key", "clientkey", "client_key",
                     "accesskey", "access_key", "secretkey", "contrase", "pw")
 # A quoted value, or a bare one (up to a space, quote or separator).
-_VALUE = r"(?:\"(?P<s1>[^\"\n]*)\"|'(?P<s2>[^'\n]*)'|(?P<s3>[^\s\"'`,;&]+))"
+# Quoted values and bare ones are read up to 256 characters (a longer one is then taken
+# whole, see match.py), so a hostile line of keys costs linear time.
+_VALUE = r"(?:\"(?P<s1>[^\"\n]{0,256})\"|'(?P<s2>[^'\n]{0,256})'|(?P<s3>[^\s\"'`,;&]{1,256}))"
 
 RULES: tuple[Rule, ...] = (
     Rule("private_key", ("private key", "putty-user-key"),
@@ -127,9 +129,11 @@ RULES: tuple[Rule, ...] = (
     Rule("twilio_key", shape=r"(?<![A-Za-z0-9])(?:AC|SK)[a-z0-9]{32}",
          plugins=("twilio.TwilioKeyDetector",)),
     Rule("sendgrid_key", ("sg.",), plugins=("sendgrid.SendGridDetector",)),
-    Rule("npm_token", ("_authtoken", "npm_"), plugins=("npm.NpmDetector@1",),
-         own=(r"(?P<s>npm_[A-Za-z0-9]{36})",),
-         why="npm tokens outside an .npmrc line"),
+    Rule("npm_token", ("_authtoken", "npm_"),
+         own=(r"//\S{1,200}?/:_authToken=[ \t]*(?P<s>npm_\S+|[A-Fa-f0-9-]{36})",
+              r"(?P<s>npm_[A-Za-z0-9]{36})"),
+         why="NpmDetector's .npmrc shape with its unbounded .+ bounded (it is quadratic on "
+             "a long line), and npm tokens outside an .npmrc line"),
     Rule("pypi_token", ("pypi-ag",), plugins=("pypi_token.PypiTokenDetector",)),
     Rule("discord_token", shape=r"[MNO][\w-]{23,25}\.[\w-]{6}\.",
          plugins=("discord.DiscordBotTokenDetector",)),
@@ -152,10 +156,10 @@ RULES: tuple[Rule, ...] = (
                             r"|api\.softlayer\.com)",
          plugins=("softlayer.SoftlayerDetector@1",)),
     Rule("cli_password", ("curl", "wget", "sshpass", "login", "--password"), check="value",
-         own=(r"\b(?:curl|wget)\b[^\n]*?\s(?:-u|--user)[ =][\"']?[^\s:\"']+:"
+         own=(r"\b(?:curl|wget)\b[^\n]{0,200}?\s(?:-u|--user)[ =][\"']?[^\s:\"']+:"
               r"(?P<s>[^\s\"']+)",
               r"\bsshpass\s+-p\s*[\"']?(?P<s>[^\s\"']+)",
-              r"\blogin\b[^\n]*?\s(?:-p|--password)[ =][\"']?(?P<s>[^\s\"']+)",
+              r"\blogin\b[^\n]{0,200}?\s(?:-p|--password)[ =][\"']?(?P<s>[^\s\"']+)",
               r"--password\s+[\"']?(?P<s>[^\s\"'-][^\s\"']*)"),
          why="passwords given to commands: curl -u, sshpass -p, docker login -p, --password"),
     Rule("netrc", ("password",), check="value",
@@ -166,9 +170,9 @@ RULES: tuple[Rule, ...] = (
          own=(r"(?m)^[\w.*\[\]-]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<s>\S+)$",),
          why="detect-secrets has no .pgpass rule (host:port:db:user:password)"),
     Rule("assignment", KEYWORD_LITERALS, check="value",
-         own=(r"(?P<key>(?i:\b[A-Za-z0-9_.-]*?(?:{keywords}))[\"']?)[ \t]*(?P<sep>:=|=|:)[ \t]*"
-              + _VALUE,
-              r"<(?P<tag>(?i:[\w:.-]*?(?:{keywords})))>(?P<s>[^<\s]+)</(?P=tag)>"),
+         own=(r"(?P<key>(?i:\b[A-Za-z0-9_.-]{0,40}?(?:{keywords}))[\"']?)"
+              r"[ \t]*(?P<sep>:=|=|:)[ \t]*" + _VALUE,
+              r"<(?P<tag>(?i:[\w:.-]{0,40}?(?:{keywords})))>(?P<s>[^<\s]+)</(?P=tag)>"),
          why="detect-secrets' KeywordDetector words, with short and numeric values too, "
              "in any file type (its regexes depend on the file name)"),
     Rule("password_phrase", ("password", "passwd", "passphrase", "passcode"), check="phrase",
