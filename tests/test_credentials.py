@@ -173,3 +173,15 @@ def test_ordinary_text_does_not_load_detect_secrets_and_a_candidate_does():
     done = subprocess.run([sys.executable, "-c", probe, "pass" + "word=hunter2"],
                           capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == [[], False, [[1, "assignment"]], True]
+
+
+def test_a_long_value_is_redacted_whole_and_a_long_line_is_read_to_its_end():
+    value = "A1b2" * 100  # past the 256 characters a value is first read to
+    counts: dict[str, int] = {}
+    assert redact_text("DB_PASS" + f"WORD={value} tail", counts) == \
+        "DB_PASSWORD=[REDACTED:assignment] tail" and counts == {"assignment": 1}
+    token = "gh" + "p_" + "R7t2Yk9Lm3Qp8Zx4Vc6Bn1Hs5Jd0Wf2Ga7Ke"
+    for filler in ("word " * 3000, "x" * 4090 + " "):  # beyond and across a search window
+        line = filler + token + " " + filler
+        assert [rule for _, _, rule in spans(line)] == ["github_token"]
+        assert token not in redact_text(line, {})
