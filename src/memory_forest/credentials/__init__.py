@@ -28,7 +28,7 @@ import unicodedata
 from .table import ASSIGNMENT_RULES, BESIDE, RULE_NAMES, may_hold
 
 __all__ = ["ASSIGNMENT_RULES", "PAIRED", "RULE_NAMES", "Span", "findings", "fold",
-           "line_findings", "secret_beside", "secret_field", "spans"]
+           "line_findings", "may_hold", "secret_beside", "secret_field", "spans"]
 
 
 Span = tuple[int, int, str]  # start, end (in the text as given), rule

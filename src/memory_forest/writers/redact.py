@@ -21,8 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..credentials import PAIRED, fold, secret_beside, secret_field, spans
-from ..credentials.table import may_hold
+from ..credentials import PAIRED, fold, may_hold, secret_beside, secret_field, spans
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -67,11 +66,11 @@ def find_secret(text: str) -> str | None:
 def redact_value(value: Any, counts: Counts) -> Any:
     """A copy of a JSON value with every string redacted: values and keys, at any depth.
 
-    A string under a key that names a secret (``password``, ``api_key``,
-    ``db_token``...) is replaced whole (rule ``secret_field``). A bare AWS
-    secret key is caught beside an access key id in the same string or in a
-    sibling value. The walk is iterative, so no depth the parser accepts can
-    exhaust the stack.
+    A string or number under a key that names a secret (``password``,
+    ``api_key``, ``db_token``...) is replaced whole (rule ``secret_field``).
+    The secret half of a pair (a bare AWS secret key, a Twilio auth token) is
+    caught beside its id half in the same string or in a sibling value. The
+    walk is iterative, so no depth the parser accepts can exhaust the stack.
     """
     if not isinstance(value, (dict, list)):
         return redact_text(value, counts) if isinstance(value, str) else value
