@@ -101,6 +101,22 @@ def test_every_rule_has_a_case_and_docs_security_lists_it():
     assert all(f"`{rule}`" in security for rule in RULE_NAMES)
 
 
+# detect-secrets plugins not used as rules, each for a reason docs/security.md gives.
+UNUSED_PLUGINS = {"IPPublicDetector", "KeywordDetector", "Base64HighEntropyString",
+                  "HexHighEntropyString", "NpmDetector"}
+
+
+def test_every_detect_secrets_plugin_is_a_rule_or_left_out_on_purpose():
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    plugins = {cls.__name__ for cls in get_mapping_from_secret_type_to_class().values()}
+    used = {spec.split(".")[1].split("[")[0].split("@")[0]
+            for rule in RULES for spec in rule.plugins}
+    assert used | UNUSED_PLUGINS == plugins and not used & UNUSED_PLUGINS
+    security = (REPO / "docs/security.md").read_text(encoding="utf-8")
+    assert all(name in security for name in UNUSED_PLUGINS)
+
+
 def test_each_detect_secrets_plugin_match_passes_the_pre_check():
     """A plugin's own examples pass ``may_hold``: the pre-check never hides a rule."""
     for rule, text, _ in CASES:

@@ -48,9 +48,9 @@ KEYWORD_LITERALS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-
                     "account_key", "dbkey", "db_key", "databasekey", "database_key", "privkey",
                     "priv_key", "privatekey", "private_key", "clientkey", "client_key",
                     "accesskey", "access_key", "secretkey", "contrase", "pw")
-# A quoted value, or a bare one (up to a space, quote or separator).
-# Quoted values and bare ones are read up to 256 characters (a longer one is then taken
-# whole, see match.py), so a hostile line of keys costs linear time.
+# A quoted value, or a bare one (up to a space, quote or separator), read up to 256
+# characters (a longer bare one is then taken whole, see match.py) so that a hostile line
+# of keys costs linear time.
 _VALUE = r"(?:\"(?P<s1>[^\"\n]{0,256})\"|'(?P<s2>[^'\n]{0,256})'|(?P<s3>[^\s\"'`,;&]{1,256}))"
 
 RULES: tuple[Rule, ...] = (
