@@ -7,10 +7,14 @@ Scans the repository's git-tracked files (``git ls-files``; every file under
 the root when it is not a git work tree) for:
 
 - ``private_key``: PEM private key blocks;
-- ``credential``: credential-shaped strings (OpenAI/Anthropic-style ``sk-``
-  keys, GitHub tokens, Slack tokens, AWS access key ids, JWTs);
-- ``secret_assignment``: ``password=``/``token=``/``secret=`` style
-  assignments whose value looks real (not a placeholder);
+- ``credential``: a credential by its shape (cloud and service keys and
+  tokens, private keys, JWTs, Basic and Bearer auth, passwords in URLs...);
+- ``secret_assignment``: a value given a secret's name (``password=``,
+  ``"api_key": ...``, netrc and .pgpass lines, "my password is ...");
+
+Both come from the one credential detector (``memory_forest.credentials``)
+that the writers' redaction and ``sync`` use too: docs/security.md lists its
+rules.
 - ``home_path``: absolute home paths (Linux and macOS home directories,
   root's home, Windows user profiles), except obviously generic user names;
 - ``forest_state``: a real forest's derived state (``.memory-forest/``,
@@ -40,11 +44,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-try:  # the credential rules live in the package, shared with 'memory-forest sync'
-    from memory_forest.credentials import CREDENTIAL_KINDS, line_findings
+try:  # the one credential detector, shared with the writers and 'memory-forest sync'
+    from memory_forest.credentials import ASSIGNMENT_RULES, line_findings
 except ImportError:  # run from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from memory_forest.credentials import CREDENTIAL_KINDS, line_findings
+    from memory_forest.credentials import ASSIGNMENT_RULES, line_findings
 
 ALLOW_MARKER = "release-audit: allow"
 ALLOW_MARKER_DIRS = ("tests/",)
@@ -193,8 +197,9 @@ def path_rules(rel: str) -> list[str]:
 
 def line_rules(line: str) -> list[str]:
     rules = []
-    for rule in line_findings(line):  # the credential kinds all report as "credential"
-        rule = "credential" if rule in CREDENTIAL_KINDS else rule
+    for rule in line_findings(line):  # a secret by its name, or a credential by its shape
+        if rule != "private_key":
+            rule = "secret_assignment" if rule in ASSIGNMENT_RULES else "credential"
         if rule not in rules:
             rules.append(rule)
     for pattern in HOME_PATHS:

