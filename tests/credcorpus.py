@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 FORMS = REPO / "tests" / "data" / "credentials" / "forms.jsonl"
 EXAMPLE_FOREST = REPO / "src" / "memory_forest" / "example"
 LICENSES = Path("/usr/share/common-licenses")
+# The docs that show each rule with a fake example on purpose: neither ordinary nor own text.
+DEMO_DOCS = ("writing.md", "security.md")
 # Lines gathered per source at most, so no single source decides the rate.
 PER_SOURCE = 3000
 SEED = 27
@@ -38,8 +40,10 @@ def forms() -> list[dict[str, Any]]:
 
 
 def own_text_files() -> list[Path]:
-    """The project's own prose and example forests: no line here may look like a credential."""
-    files = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
+    """The project's own prose (less the docs that show fake examples of the rules) and
+    example forests: no line here may look like a credential."""
+    files = [REPO / "README.md", *(path for path in sorted((REPO / "docs").glob("*.md"))
+                                   if path.name not in DEMO_DOCS)]
     for tree in (REPO / "examples", EXAMPLE_FOREST):
         files += sorted(p for p in tree.rglob("*")
                         if p.is_file() and p.suffix in (".md", ".jsonl", ".json", ".txt", ".sh"))
@@ -59,7 +63,8 @@ def ordinary_lines(size: int = 6000) -> list[str]:
     """``size`` distinct ordinary lines (fewer only if the machine holds less text), mixed
     from every source; the same machine gives the same lines."""
     rng = random.Random(SEED)
-    pools = [_sample(rng, lines_of(own_text_files())), _sample(rng, _stdlib_lines(rng)),
+    own = lines_of([*own_text_files(), REPO / "CHANGELOG.md"])
+    pools = [_sample(rng, own), _sample(rng, _stdlib_lines(rng)),
              _sample(rng, _record_lines()), _sample(rng, _license_lines()),
              _sample(rng, _commit_lines()), _identifier_lines(rng)]
     seen: set[str] = set()

@@ -32,8 +32,6 @@ from tests.credcorpus import forms, lines_of, ordinary_lines, own_text_files
 
 FORMS = forms()
 BY_ID = {form["id"]: form for form in FORMS}
-# The docs that show each rule with a fake example on purpose.
-DEMO_DOCS = ("writing.md", "security.md")
 FALSE_POSITIVE_CEILING = 0.005
 # Through the real CLI one process per form: one of a kind, so the file stays quick.
 CLI_SAMPLE = ("aws-secret-ini", "gitlab-pat-prose", "postgres-url", "slack-webhook",
@@ -205,9 +203,7 @@ def test_ordinary_lines_are_rarely_taken_for_credentials(detector, ordinary: lis
 @pytest.mark.parametrize("detector", [flagged_by_sync, changed_by_writers],
                          ids=["sync", "writers"])
 def test_the_projects_own_docs_and_examples_are_never_taken_for_credentials(detector) -> None:
-    files = [path for path in own_text_files()
-             if path.name not in DEMO_DOCS and path.name != "CHANGELOG.md"]
-    lines = lines_of(files)
+    lines = lines_of(own_text_files())
     assert len(lines) > 1000
     assert detector(lines) == []
 
