@@ -2,12 +2,13 @@
 
 Every form of ``tests/data/credentials/forms.jsonl`` (see tests/credcorpus.py)
 goes through the writers (``remember`` one form at a time, ``capture`` all of
-them in one batch: the secret is stored nowhere in the forest and said
-nowhere in the result, whether the writer stores a redacted copy or refuses) and through ``sync``
-(written into a leaf by hand: refused with ``secrets_found`` naming that leaf,
-and the bare remote never holds the secret in any object). Ordinary text
-gathered from the machine is rarely taken for a credential (at most 0.5 % of
-the lines), and the project's own docs and example forests never are.
+them in one batch): the secret is stored nowhere in the forest and said
+nowhere in the result, whether the writer stores a redacted copy or refuses.
+Written into a leaf by hand, every form makes ``sync`` refuse with
+``secrets_found`` naming that leaf, and no object of the bare remote holds
+it; in a file of its own, every form makes the public-release audit refuse.
+Ordinary text gathered from the machine is rarely taken for a credential (at
+most 0.5 % of the lines), and the project's own docs and examples never are.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ from memory_forest.errors import ForestError
 from memory_forest.sync import sync
 from memory_forest.writers.redact import redact_text
 from memory_forest.writers.remember import remember
-from tests.conftest import raises_code, run_cli
+from tests.conftest import REPO, raises_code, run_cli
 from tests.credcorpus import forms, lines_of, ordinary_lines, own_text_files
 
 FORMS = forms()
@@ -176,6 +178,20 @@ def test_sync_refuses_a_leaf_holding_the_form(form: dict[str, Any],
     assert not holds(json.dumps(error.to_dict(), ensure_ascii=False), form["secret"])
     objects = git(remote, "cat-file", "--batch-all-objects", "--batch")
     assert not holds(objects.decode("utf-8", "replace"), form["secret"])
+
+
+def test_the_release_audit_refuses_every_form(tmp_path: Path) -> None:
+    for form in FORMS:
+        (tmp_path / f"{form['id']}.md").write_text(f"# Notes\n\n{form['text']}\n",
+                                                    encoding="utf-8")
+    done = subprocess.run([sys.executable, REPO / "scripts" / "audit_public_release.py",
+                           "--root", tmp_path], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    flagged = {finding["path"][:-3] for finding in report["findings"]}
+    assert report["mode"] == "walk"
+    assert sorted(set(BY_ID) - flagged) == []
+    assert not any(holds(done.stdout, form["secret"]) for form in FORMS)
 
 
 # --- false positives ------------------------------------------------------------------------
