@@ -2,7 +2,9 @@
 
 ``forms()`` reads ``tests/data/credentials/forms.jsonl``: synthetic credentials
 written from the real formats of each service, not from the project's rules, so
-they test the detector rather than restate it. ``ordinary_lines()`` gathers text
+they test the detector rather than restate it (each line carries the release
+audit's allow marker: the keys are fake, random in the right shape).
+``ordinary_lines()`` gathers text
 that holds no credential from what is already on the machine (the project's docs
 and example forests, the Python standard library outside its test packages, the
 installed packages' file lists with their hashes, license texts, this
