@@ -4,12 +4,12 @@
 written from the real formats of each service, not from the project's rules, so
 they test the detector rather than restate it (each line carries the release
 audit's allow marker: the keys are fake, random in the right shape).
-``ordinary_lines()`` gathers text
-that holds no credential from what is already on the machine (the project's docs
-and example forests, the Python standard library outside its test packages, the
-installed packages' file lists with their hashes, license texts, this
-repository's commit log), so the false-positive check reads real prose, code,
-paths, URLs and hashes instead of strings made to pass. Shared by
+``ordinary_lines()`` gathers text that holds no credential from what is already
+on the machine (the project's docs and example forests, the Python standard
+library outside its test packages, the installed packages' file lists with
+their hashes, license texts, this repository's commit log), so the
+false-positive check reads real prose, code, paths, URLs and hashes instead of
+strings made to pass. Shared by
 tests/test_credential_corpus.py and scripts/bench_credentials.py.
 """
 
