@@ -68,7 +68,7 @@ def test_a_token_removed_after_a_hand_commit_stays_on_the_machine(tmp_path: Path
     assert code != 0 and out["error"]["code"] == "secrets_found", out
     error = out["error"]
     assert {(f["path"], f["commit"]) for f in error["details"]["findings"]} == {(note, leaked)}
-    assert {f["rule"] for f in error["details"]["findings"]} >= {"aws_access_key_id"}
+    assert {f["rule"] for f in error["details"]["findings"]} >= {"aws_access_key"}
     assert error["details"]["reset_to"] == published
     command = f"git -C ROOT reset --mixed {published}"
     assert command in error["message"]

@@ -142,9 +142,9 @@ def test_markers_are_dropped_from_the_words_of_a_name():
 
 
 def test_names_never_read_as_a_credential_once_the_markers_are_gone(example):
-    """Dropping a marker joins the words around it: "my password is [REDACTED] ok" would
-    name a leaf "my password is ok", which itself reads as a password. Such a name falls
-    back to a plain one."""
+    """Dropping a marker joins the words around it: a sentence that states a password
+    then goes on would name a leaf with the next word in the password's place, which
+    itself reads as a password. Such a name falls back to a plain one."""
     secret = "hunter" + "2"
     path = example / SHARD
     path.write_text(json.dumps({"event_id": "ev-prose", "observed_at": "2026-12-02T07:00:00Z",

@@ -93,13 +93,22 @@ def redact_value(value: Any, counts: Counts) -> Any:
 
 
 def _may_hold_secrets(value: dict[str, Any] | list[Any]) -> bool:
-    """Whether any key or string in ``value`` might hold a credential: one check over the
-    value's JSON text instead of one per string (most events hold nothing at all)."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, check_circular=False)
-    except (TypeError, ValueError, RecursionError):
-        return True  # not plain JSON: walk it
-    return may_hold(fold(text)[0])
+    """Whether any key or string in ``value`` might hold a credential: one check over
+    its keys and strings, one per line, instead of one per string (most events hold
+    nothing at all). Each string is a line of its own, as ``redact_text`` reads it, so a
+    rule anchored to a line's start sees it there."""
+    texts: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            texts.extend(key for key in item if isinstance(key, str))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            texts.append(item)
+    return may_hold(fold("\n".join(texts))[0])
 
 
 Pending = tuple[Any, Any, Any]  # (the value, its empty copy to fill, the key it is under)
@@ -137,7 +146,11 @@ def _leaf(item: Any, key: Any, counts: Counts, pending: list[Pending]) -> Any:
         _count(counts, "secret_field")
         return marker("secret_field")
     if isinstance(item, str):
-        return redact_text(item, counts)
+        redacted = redact_text(item, counts)
+        if redacted == item and isinstance(key, str) and (rule := _keyed_rule(key, item)):
+            _count(counts, rule)
+            return marker(rule)
+        return redacted
     if isinstance(item, (dict, list)):
         copy: dict[str, Any] | list[Any] = {} if isinstance(item, dict) else []
         pending.append((item, copy, key))
@@ -149,6 +162,15 @@ def _secret_scalar(item: Any) -> bool:
     if isinstance(item, str):
         return bool(item) and not item.startswith(MARKER_PREFIX)
     return isinstance(item, (int, float)) and not isinstance(item, bool)
+
+
+def _keyed_rule(key: str, value: str) -> str | None:
+    """The rule that finds ``value`` a secret only beside its key, as the detector reads
+    the pair in a file (docker's ``"auth": "<base64 user:password>"``); the whole value
+    is then the secret."""
+    pair = json.dumps({key: value}, ensure_ascii=False)
+    start = pair.rindex(": ") + 2
+    return next((rule for begin, _, rule in spans(pair) if begin >= start), None)
 
 
 # --- names ------------------------------------------------------------------------------------
