@@ -43,6 +43,9 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
                         "\u2066-\u206f\ufeff]")
 
 
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
 def spans(text: str) -> list[Span]:
     """Every credential in ``text``: sorted, non-overlapping ``(start, end, rule)``.
 
@@ -115,12 +118,22 @@ def fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:
     parts: list[str] = []
     starts: list[int] = []
     ends: list[int] = [0]
-    for index, char in enumerate(text):
-        piece = "" if _INVISIBLE.match(char) else unicodedata.normalize("NFKC", char)
-        parts.append(piece)
-        starts += [index] * len(piece)
-        ends += [index + 1] * len(piece)
-    starts.append(len(text))
+    last = 0
+    for run in _NOT_ASCII.finditer(text):  # ASCII runs map to themselves, in bulk
+        begin, stop = run.span()
+        parts.append(text[last:begin])
+        starts.extend(range(last, begin))
+        ends.extend(range(last + 1, begin + 1))
+        for index in range(begin, stop):
+            char = text[index]
+            piece = "" if _INVISIBLE.match(char) else unicodedata.normalize("NFKC", char)
+            parts.append(piece)
+            starts += [index] * len(piece)
+            ends += [index + 1] * len(piece)
+        last = stop
+    parts.append(text[last:])
+    starts.extend(range(last, len(text) + 1))
+    ends.extend(range(last + 1, len(text) + 1))
     return "".join(parts).translate(_LINE_BREAKS), starts, ends
 
 
