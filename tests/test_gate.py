@@ -158,7 +158,7 @@ def _log_paste(size: int) -> str:
 
 
 def test_a_long_turn_reduces_to_its_tail_and_the_rarest_words_before_it(shared_example):
-    from memory_forest.index import connect
+    from memory_forest.indexreader import connect
 
     question = " Which sesame did we toast for the za'atar?"
     head = "kimchi " + _log_paste(gate.MAX_TURN_BYTES) + " splitword"
