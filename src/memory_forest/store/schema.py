@@ -96,19 +96,34 @@ INSERT INTO meta VALUES ('schema_version', '{version}');
 """
 
 
-def passes_quick_check(con: sqlite3.Connection) -> bool:
-    """Whether the file reads as a sound database: opening its schema plays a hot journal
-    back, and SQLite's quick check then finds what a journal cut short left half-restored."""
-    try:
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return con.execute("PRAGMA quick_check(1)").fetchone() == ("ok",)
-    except sqlite3.DatabaseError:
-        return False
+def create(con: sqlite3.Connection) -> None:
+    """Lay out a new, empty index in a private temp file, tuned for one bulk load."""
+    # A private temp file: the rename that publishes it is the commit, so no journal is needed.
+    con.execute("PRAGMA journal_mode = OFF")
+    con.execute("PRAGMA synchronous = OFF")
+    # 64 MiB of page cache keeps FTS5's segment merges mostly in memory: at 100,000
+    # documents 256 MiB built no faster (25.2 s against 26.2 s) and peaked at 515 MiB, not 314.
+    con.execute("PRAGMA cache_size = -65536")
+    con.executescript(_SCHEMA.format(tokenizer=TOKENIZER, version=INDEX_SCHEMA_VERSION))
 
 
-def database_file(con: sqlite3.Connection) -> str:
-    """The file behind the connection's main database."""
-    return con.execute("PRAGMA database_list").fetchone()[2]
+def end_bulk_load(con: sqlite3.Connection) -> None:
+    """Back to a journaled file, as incremental builds need it."""
+    con.execute("PRAGMA journal_mode = DELETE")
+
+
+def sqlite_features() -> dict[str, bool]:
+    """Which full-text features this Python's SQLite has, probed in a scratch database."""
+    features = {}
+    con = sqlite3.connect(":memory:")
+    for name, tokenizer in (("fts5", "unicode61"), ("fts5_trigram", "trigram")):
+        try:
+            con.execute(f"CREATE VIRTUAL TABLE t_{name} USING fts5(x, tokenize='{tokenizer}')")
+            features[name] = True
+        except sqlite3.OperationalError:
+            features[name] = False
+    con.close()
+    return features
 
 
 def schema_version(con: sqlite3.Connection) -> str | None:
@@ -142,25 +157,19 @@ def _meta(con: sqlite3.Connection, key: str) -> str | None:
     return row[0] if row else None
 
 
-def chunked(items: list[str], size: int = 400) -> list[list[str]]:
-    """Slices below SQLite's bound on parameters, even when a statement names them twice."""
-    return [items[start:start + size] for start in range(0, len(items), size)]
+def passes_quick_check(con: sqlite3.Connection) -> bool:
+    """Whether the file reads as a sound database: opening its schema plays a hot journal
+    back, and SQLite's quick check then finds what a journal cut short left half-restored."""
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con.execute("PRAGMA quick_check(1)").fetchone() == ("ok",)
+    except sqlite3.DatabaseError:
+        return False
 
 
-def create(con: sqlite3.Connection) -> None:
-    """Lay out a new, empty index in a private temp file, tuned for one bulk load."""
-    # A private temp file: the rename that publishes it is the commit, so no journal is needed.
-    con.execute("PRAGMA journal_mode = OFF")
-    con.execute("PRAGMA synchronous = OFF")
-    # 64 MiB of page cache keeps FTS5's segment merges mostly in memory: at 100,000
-    # documents 256 MiB built no faster (25.2 s against 26.2 s) and peaked at 515 MiB, not 314.
-    con.execute("PRAGMA cache_size = -65536")
-    con.executescript(_SCHEMA.format(tokenizer=TOKENIZER, version=INDEX_SCHEMA_VERSION))
-
-
-def end_bulk_load(con: sqlite3.Connection) -> None:
-    """Back to a journaled file, as incremental builds need it."""
-    con.execute("PRAGMA journal_mode = DELETE")
+def database_file(con: sqlite3.Connection) -> str:
+    """The file behind the connection's main database."""
+    return con.execute("PRAGMA database_list").fetchone()[2]
 
 
 def path_key(path: str) -> str | bytes:
@@ -177,15 +186,6 @@ def path_text(value: str | bytes) -> str:
     return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
-def sqlite_features() -> dict[str, bool]:
-    """Which full-text features this Python's SQLite has, probed in a scratch database."""
-    features = {}
-    con = sqlite3.connect(":memory:")
-    for name, tokenizer in (("fts5", "unicode61"), ("fts5_trigram", "trigram")):
-        try:
-            con.execute(f"CREATE VIRTUAL TABLE t_{name} USING fts5(x, tokenize='{tokenizer}')")
-            features[name] = True
-        except sqlite3.OperationalError:
-            features[name] = False
-    con.close()
-    return features
+def chunked(items: list[str], size: int = 400) -> list[list[str]]:
+    """Slices below SQLite's bound on parameters, even when a statement names them twice."""
+    return [items[start:start + size] for start in range(0, len(items), size)]
