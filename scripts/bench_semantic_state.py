@@ -12,7 +12,7 @@ times each, in process, and prints the medians as JSON:
 - ``cache_read``: loading the matrix cache with its keys' shape and the matrix header
   checked (``semantic_cache.read``; memory-mapped, so the vectors are not read), beside
   ``keys_json``: reading and parsing the keys alone, which the reader did before the checks;
-- ``misshapen_scan``: the row check ``status``/``stats`` run (``store.misshapen_vectors``);
+- ``misshapen_scan``: the row check ``status``/``stats`` run (``vectorfile.misshapen_vectors``);
 - ``doctor_check``: what ``doctor`` runs (``semantic_state.damaged``: quick check, rows,
   cache);
 - ``heal_intact``: what a writer runs first on an intact file (``semantic_state.heal``).
@@ -31,8 +31,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_forest import semantic_cache, semantic_state, store
+from memory_forest import semantic_cache, semantic_state
 from memory_forest.statefiles import state_dir, vectors_path
+from memory_forest.store import vectorfile
 
 
 def build(root: Path, docs: int, chunks: int) -> str:
@@ -41,10 +42,10 @@ def build(root: Path, docs: int, chunks: int) -> str:
     con = semantic_state.create(vectors_path(root))
     generation = "0123456789abcdef"
     with con:
-        store.set_vectors_meta(con, "enabled", "1")
-        store.set_vectors_meta(con, "generation", generation)
+        vectorfile.set_vectors_meta(con, "enabled", "1")
+        vectorfile.set_vectors_meta(con, "generation", generation)
         for number in range(docs):
-            store.put_vectors(con, f"{number:064x}",
+            vectorfile.put_vectors(con, f"{number:064x}",
                               [os.urandom(semantic_state.VECTOR_BYTES) for _ in range(chunks)])
     semantic_cache.write(root, con, generation)
     con.close()
@@ -72,7 +73,7 @@ def main() -> int:
 
         def scan() -> None:
             con = sqlite3.connect(vectors_path(root))
-            store.misshapen_vectors(con, semantic_state.VECTOR_BYTES)
+            vectorfile.misshapen_vectors(con, semantic_state.VECTOR_BYTES)
             con.close()
 
         assert semantic_cache.read(root, generation) is not None

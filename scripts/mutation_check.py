@@ -51,7 +51,7 @@ BREAKAGES: tuple[Breakage, ...] = (
     Breakage(
         "an incremental build forgets the files linking to one that appeared or went",
         "incremental.py",
-        (("    affected |= store.linking_to(con, {link_target(path) for path in appeared})\n",
+        (("    affected |= filerows.linking_to(con, {link_target(path) for path in appeared})\n",
           "    affected |= set()\n"),),
         ("tests/test_incremental.py",),
     ),
@@ -154,7 +154,7 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_placement.py",),
     ),
     Breakage(
-        "a capture a leaf cites is still listed as unfiled", "store.py",
+        "a capture a leaf cites is still listed as unfiled", "store/lookups.py",
         (("\"(f.kind = 'event' AND s.layer_number IN (4, 5)) OR \"",
           "\"(f.kind = 'event' AND s.layer_number IN (-1)) OR \""),),
         ("tests/test_unfiled.py",),
@@ -246,7 +246,7 @@ BREAKAGES: tuple[Breakage, ...] = (
     ),
     Breakage(
         "an index a cut-short journal left half-restored is trusted", "indexheal.py",
-        (("            sound = store.passes_quick_check(con)\n", "            sound = True\n"),),
+        (("            sound = schema.passes_quick_check(con)\n", "            sound = True\n"),),
         ("tests/test_damaged_index_state.py",),
     ),
     Breakage(
@@ -258,7 +258,8 @@ BREAKAGES: tuple[Breakage, ...] = (
     Breakage(
         "consolidate proposes again a source another machine decided on",
         "writers/consolidate.py",
-        (("             for pointer in proposals.pointers(proposal)} | decided(forest.reader())\n",
+        (("             for pointer in proposals.pointers(proposal)} "
+          "| lookups.decided(forest.reader())\n",
           "             for pointer in proposals.pointers(proposal)}\n"),),
         ("tests/journeys/test_review_travels.py",),
     ),

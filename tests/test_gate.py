@@ -158,7 +158,7 @@ def _log_paste(size: int) -> str:
 
 
 def test_a_long_turn_reduces_to_its_tail_and_the_rarest_words_before_it(shared_example):
-    from memory_forest.index import connect
+    from memory_forest.indexreader import connect
 
     question = " Which sesame did we toast for the za'atar?"
     head = "kimchi " + _log_paste(gate.MAX_TURN_BYTES) + " splitword"
@@ -498,16 +498,29 @@ def test_every_spelling_of_the_same_options_gives_the_same_answer(shared_example
     assert first[0] == second[0] and first[2] == second[2]
 
 
-def test_the_gate_imports_neither_rich_nor_pydantic_nor_the_parsers(shared_example):
+# What a build loads: the walk, parsing, the checks and the store's writing half. A turn
+# opens the index through ``indexreader`` and must load none of it.
+BUILD_CHAIN = ("memory_forest.index", "memory_forest.incremental", "memory_forest.building",
+               "memory_forest.checks", "memory_forest.validate", "memory_forest.audit",
+               "memory_forest.snapshot", "memory_forest.parsing", "memory_forest.quarantine",
+               "memory_forest.store.statements", "memory_forest.store.filerows")
+
+
+@pytest.mark.parametrize("argv", [["gate"], ["retrieve", "--json"]])
+def test_a_turn_imports_neither_rich_nor_pydantic_nor_the_parsers_nor_the_build(shared_example,
+                                                                                 argv):
+    command = [argv[0], str(shared_example), *(["kimchi"] if argv[0] == "retrieve" else []),
+               *argv[1:]]
     probe = ("import sys\nfrom memory_forest.cli import main\n"
-             "try:\n    main(['gate', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+             f"try:\n    main({command!r})\nexcept SystemExit:\n    pass\n"
              "heavy = [m for m in ('typer', 'click', 'rich', 'pydantic', 'frontmatter', "
-             "'markdown_it', 'memory_forest.writers', 'detect_secrets', 'requests') "
-             "if m in sys.modules]\n"
+             "'markdown_it', 'memory_forest.writers', 'detect_secrets', 'requests', "
+             f"*{BUILD_CHAIN!r}) if m in sys.modules]\n"
              "sys.stderr.write(repr(heavy))\n")
-    done = subprocess.run([sys.executable, "-c", probe, str(shared_example)], input=b"kimchi",
+    done = subprocess.run([sys.executable, "-c", probe], input=b"kimchi",
                           capture_output=True, timeout=60)
-    assert json.loads(done.stdout)["status"] == "evidence_found"
+    answer = json.loads(done.stdout)
+    assert answer["status"] == "evidence_found" if argv[0] == "gate" else answer["ok"]
     assert done.stderr.decode() == "[]"
 
 

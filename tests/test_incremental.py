@@ -25,8 +25,9 @@ from forestkit import render_doc, write_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_forest import checks, index, operations, retrieve, store
+from memory_forest import checks, index, operations, retrieve
 from memory_forest.statefiles import index_path
+from memory_forest.store import lookups
 
 HOUR_NS = 3600 * 10**9
 LEAVES = "04 stm"
@@ -257,7 +258,7 @@ def index_state(root: Path) -> dict[str, list]:
         state = {name: sorted(con.execute(sql).fetchall(), key=repr)
                  for name, sql in tables.items()}
         state["unfiled"] = [(f.kind, f.path, f.anchor, f.observed_at, f.sha256)
-                            for f in store.unfiled(con)]
+                            for f in lookups.unfiled(con)]
         return state
     finally:
         con.close()

@@ -26,7 +26,7 @@ from forestkit import (
 
 from memory_forest import operations, retrieve
 from memory_forest.errors import ForestError
-from memory_forest.index import INDEX_SCHEMA_VERSION
+from memory_forest.store.schema import INDEX_SCHEMA_VERSION
 
 
 def _index_files(root: Path) -> list[str]:

@@ -447,7 +447,7 @@ def test_the_term_bound_keeps_the_rarest_terms(tmp_path):
     rare = "04 stm/kitchen/fermentation/rare.md"
     write_doc(root, rare, "Rare", "Saltpangolin brine.", "stm-rare")
     operations.index(root)
-    from memory_forest.index import connect
+    from memory_forest.indexreader import connect
 
     con = connect(root)
     terms = [*common, "saltpangolin", "zzabsentzz"]

@@ -11,7 +11,7 @@ import random
 import pytest
 from forestkit import skeleton
 
-from memory_forest import index, operations, ranking
+from memory_forest import indexreader, operations, ranking
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def forest(tmp_path_factory):
 
 
 def test_scores_equal_plain_bm25_for_every_candidate(forest):
-    con = index.connect(forest)
+    con = indexreader.connect(forest)
     terms = ["garden", "trellis", "compost"]
     rare, common = ranking.split_common(con, terms, min_docs=10)
     assert common == {"garden"} and rare == ["trellis", "compost"]
@@ -50,7 +50,7 @@ def test_scores_equal_plain_bm25_for_every_candidate(forest):
 
 
 def test_only_common_words_look_at_documents_holding_all_of_them(forest):
-    con = index.connect(forest)
+    con = indexreader.connect(forest)
     found, _common = ranking.base_scores(con, ["garden", "soil"], 5, min_docs=10)
     assert len(found) == 5
     assert all("/leaf-" in path for path in found)

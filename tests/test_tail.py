@@ -14,7 +14,7 @@ import random
 import pytest
 from forestkit import skeleton, write_doc
 
-from memory_forest import index, operations, ranking
+from memory_forest import indexreader, operations, ranking
 
 # word -> every how many leaves holds it: garden and mulch are common, the rest rarer.
 EVERY = {"garden": 1, "mulch": 3, "trellis": 8, "compost": 9, "pea": 10}
@@ -46,7 +46,7 @@ def plain_bm25(con, terms: list[str]) -> dict[str, float]:
 
 
 def test_the_rarest_terms_find_candidates_within_the_budget(forest):
-    con = index.connect(forest)
+    con = indexreader.connect(forest)
     terms = ["garden", "trellis", "compost", "pea"]
     frequency = ranking.document_frequencies(con, terms)
     assert frequency == {"garden": 60, "trellis": 8, "compost": 7, "pea": 6}
@@ -63,7 +63,7 @@ def test_the_rarest_terms_find_candidates_within_the_budget(forest):
 
 
 def test_candidates_are_exactly_the_best_by_plain_bm25(forest, monkeypatch):
-    con = index.connect(forest)
+    con = indexreader.connect(forest)
     monkeypatch.setattr(ranking, "CANDIDATE_POSTINGS", 12)
     terms = ["garden", "trellis", "compost", "pea", "mulch"]
     found, common = ranking.base_scores(con, terms, 4, min_docs=10)
@@ -76,7 +76,7 @@ def test_candidates_are_exactly_the_best_by_plain_bm25(forest, monkeypatch):
 
 
 def test_only_common_words_start_from_the_rarest_together(forest, monkeypatch):
-    con = index.connect(forest)
+    con = indexreader.connect(forest)
     monkeypatch.setattr(ranking, "CANDIDATE_POSTINGS", 15)
     terms = ["garden", "mulch"]
     exact = plain_bm25(con, terms)
@@ -106,11 +106,11 @@ def test_the_conjunction_is_sized_by_expected_documents(monkeypatch):
 def test_the_document_count_follows_the_index(tmp_path):
     root = skeleton(tmp_path, {"yard": {"beds": {"leaf-00": "garden soil"}}})
     operations.index(root)
-    con = index.connect(root)
+    con = indexreader.connect(root)
     assert ranking.document_total(con) == 4
     con.close()
     write_doc(root, "04 stm/yard/beds/leaf-01.md", "Leaf-01", "garden", "stm-yard-beds-leaf-01")
     operations.index(root)
-    con = index.connect(root)
+    con = indexreader.connect(root)
     assert ranking.document_total(con) == 5
     con.close()

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from conftest import raises_code
 
-from memory_forest import gate, gate_receipt, index, retrieve, schemas, store
+from memory_forest import gate, gate_receipt, index, indexreader, retrieve, schemas
 from memory_forest.documents import split_frontmatter
+from memory_forest.store import lookups
 from memory_forest.writers.capture import capture_events, inline_events
 from memory_forest.writers.daily import apply_daily
 from memory_forest.writers.promote import promote
@@ -68,9 +69,9 @@ def test_a_remembered_fact_is_filed_by_its_own_leaf(example):
 
 
 def store_unfiled(root: Path) -> list[tuple[str, str, str]]:
-    con = index.connect(root)
+    con = indexreader.connect(root)
     try:
-        return [(f.kind, f.path, f.anchor) for f in store.unfiled(con)]
+        return [(f.kind, f.path, f.anchor) for f in lookups.unfiled(con)]
     finally:
         con.close()
 
@@ -95,19 +96,19 @@ def test_daily_then_promote_files_the_event_then_the_entry(example, tmp_path):
 def test_unfiled_is_oldest_first_and_a_bare_or_wrong_layer_citation_files_nothing(example):
     capture(example, "Late frost on the cold frame.", "2026-12-02T07:00:00Z")
     capture(example, "Early frost on the cold frame.", "2026-11-29T07:00:00Z")
-    con = index.connect(example)
+    con = indexreader.connect(example)
     try:
-        found = store.unfiled(con)
+        found = lookups.unfiled(con)
         assert [f.observed_at for f in found] == sorted(f.observed_at for f in found)
-        assert len(store.unfiled(con, limit=1)) == 1
-        cited = store.citing(con, ["06 istm/2026-11-28.jsonl#evt-20261128-0003",
+        assert len(lookups.unfiled(con, limit=1)) == 1
+        cited = lookups.citing(con, ["06 istm/2026-11-28.jsonl#evt-20261128-0003",
                                    "05 daily/2026-11-28.md#d-20261128-tomato"])
         assert cited == {"06 istm/2026-11-28.jsonl#evt-20261128-0003":
                          ["04 stm/kitchen/fermentation/kimchi-batch-7.md"],
                          "05 daily/2026-11-28.md#d-20261128-tomato": []}
-        matching = store.unfiled_matching(con, '"frost"', 5)
+        matching = lookups.unfiled_matching(con, '"frost"', 5)
         assert [f.observed_at for f, _ in matching] and all(s > 0 for _, s in matching)
-        assert store.unfiled_matching(con, '"frost"', 5, since="2026-12-01T00:00:00Z")[0][0] \
+        assert lookups.unfiled_matching(con, '"frost"', 5, since="2026-12-01T00:00:00Z")[0][0] \
             .observed_at == "2026-12-02T07:00:00Z"
     finally:
         con.close()

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import store
+from .store import filerows, statements
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -162,7 +162,7 @@ def references(route: Route, facts: Facts) -> tuple[list[str], list[str], list[s
 
 
 def insert(con: sqlite3.Connection, parsed: Parsed, entry: Entry) -> int:
-    return store.insert(con, parsed.route, parsed.facts, entry.ino, full_text(parsed),
+    return statements.insert(con, parsed.route, parsed.facts, entry.ino, full_text(parsed),
                         fragment_texts(parsed))
 
 
@@ -205,36 +205,36 @@ def write_file(con: sqlite3.Connection, parsed: Parsed, entry: Entry, held: bool
     quarantined) or ``held`` (quarantined before and still).
     """
     path, facts = parsed.path, parsed.facts
-    row = store.file_row(con, path)
+    row = filerows.file_row(con, path)
     if parsed.route is not None and facts is not None:
-        store.set_references(con, path, *references(parsed.route, facts))
+        statements.set_references(con, path, *references(parsed.route, facts))
     else:
-        store.forget_references(con, path)
+        statements.forget_references(con, path)
     if held:
         if row is not None:
-            store.delete(con, row.rowid)
-        store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, parsed.route is not None,
+            statements.delete(con, row.rowid)
+        statements.hold(con, path, entry.size, entry.mtime_ns, entry.ino, parsed.route is not None,
                    facts.id if facts else None)
-        store.keep_words(con, path, full_text(parsed) if facts is not None
+        statements.keep_words(con, path, full_text(parsed) if facts is not None
                          else unread_words(path, parsed.route))
         return "deleted" if row is not None else "held"
-    store.release(con, path)
+    statements.release(con, path)
     if row is not None and row.sha256 == facts.sha256:
-        store.refresh(con, row.rowid, facts, entry.ino)
+        statements.refresh(con, row.rowid, facts, entry.ino)
         return "unchanged"
     if row is not None:
-        store.delete(con, row.rowid)
+        statements.delete(con, row.rowid)
     insert(con, parsed, entry)
     return "changed" if row is not None else "added"
 
 
 def forget_file(con: sqlite3.Connection, path: str) -> bool:
     """A file gone from disk loses every row; True when it had a document row."""
-    row = store.file_row(con, path)
+    row = filerows.file_row(con, path)
     if row is not None:
-        store.delete(con, row.rowid)
-    store.release(con, path)
-    store.forget_references(con, path)
+        statements.delete(con, row.rowid)
+    statements.release(con, path)
+    statements.forget_references(con, path)
     return row is not None
 
 

@@ -16,12 +16,12 @@ checks they resolve. A decision is bookkeeping, not a capture to file: it is
 never a fragment of its own (never proposed, never returned as unfiled
 evidence) and its payload is not searched.
 
-Ground level: standard library and the index's tables only.
+Ground level: standard library only; the index's read of the decisions is
+``store.lookups.decided``.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 KIND = "proposal_decision"
@@ -48,10 +48,3 @@ def event(decision: str, proposal_id: str, sources: list[str], observed_at: str,
         payload["reason"] = reason
     return {"event_id": f"{decision}-{proposal_id}", "observed_at": observed_at,
             "source": SOURCE, "kind": KIND, "payload": payload}
-
-
-def decided(con: sqlite3.Connection) -> set[str]:
-    """Every pointer a decision in the index names (``path#anchor`` or a bare path)."""
-    rows = con.execute("SELECT DISTINCT c.target, c.anchor FROM cites c "
-                       "JOIN docs s ON s.path = c.source WHERE s.layer_number = 6")
-    return {f"{target}#{anchor}" if anchor else target for target, anchor in rows}

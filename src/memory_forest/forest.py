@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
+from .indexreader import connect
 
 
 class Forest:
@@ -61,8 +62,6 @@ class Forest:
     def reader(self) -> sqlite3.Connection:
         """The read-only index connection, opened on first use (``index_missing``, ...)."""
         if self._reader is None:
-            from .index import connect
-
             self._reader = connect(self.root)
         return self._reader
 

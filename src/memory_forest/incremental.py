@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import store
 from .building import (
     RACY_WINDOW_NS,
     READER_VERSION,
@@ -45,6 +44,7 @@ from .building import (
 )
 from .routes import children_prefix, link_target, parent_of
 from .statefiles import index_path
+from .store import filerows, schema, statements
 from .testhooks import crash_point
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def update(root: Path, progress: Progress | None = None,
     docs = snap.documents
     con = sqlite3.connect(index_path(root))
     try:
-        stats, was_held = store.known_files(con)
+        stats, was_held = filerows.known_files(con)
         diff = compare(stats, docs, entries)
         parsed: dict[str, Parsed] = {}
         unrouted = {path for path, routed in was_held.items() if not routed}
@@ -79,12 +79,12 @@ def update(root: Path, progress: Progress | None = None,
             return path in entries and path not in unrouted and path not in diff.deleted
 
         def read() -> set[str]:
-            pending = store.pending(con) & entries.keys()
-            racy = store.built_at_ns(con) - RACY_WINDOW_NS
+            pending = filerows.pending(con) & entries.keys()
+            racy = schema.built_at_ns(con) - RACY_WINDOW_NS
             changed = diff.new | diff.changed | pending | {
                 entry.path for entry in docs if entry.mtime_ns >= racy}
             parsed.update(_parse(root, [entries[path] for path in sorted(changed)], limits))
-            appeared = diff.new | diff.deleted | pending | (snap.unread ^ store.unread(con))
+            appeared = diff.new | diff.deleted | pending | (snap.unread ^ schema.unread(con))
             affected = _affected(con, snap, parsed, diff.deleted, appeared, routed)
             parsed.update(_parse(root, [entries[path] for path in sorted(affected)
                                         if path in entries and path not in parsed], limits))
@@ -95,18 +95,18 @@ def update(root: Path, progress: Progress | None = None,
         routes = {p.path: p.route for p in judged_files if p.route is not None}
         facts = {p.path: p.facts for p in judged_files if p.facts is not None}
         unrouted |= {p.path for p in parsed.values() if p.route is None}
-        renamed = bool(diff.new or diff.deleted) or store.names_digest(con) != names_digest(snap)
+        renamed = bool(diff.new or diff.deleted) or schema.names_digest(con) != names_digest(snap)
 
         def names() -> list[Issue]:
             if not renamed:
-                return [Issue(*row) for row in store.problems(con, "names")]
+                return [Issue(*row) for row in filerows.problems(con, "names")]
             return casefold_collisions([*snap.dirs, *(entry.path for entry in docs
                                                       if entry.path not in unrouted)])
 
         present = Presence(lambda path: routed(path) or path in snap.unread)
         judged = judge(snap, names, routes, facts, present,
                        [issue for p in judged_files for issue in p.issues], recorder)
-        kept = [Issue(*row) for row in store.problems(con, "file") if row[0] not in affected]
+        kept = [Issue(*row) for row in filerows.problems(con, "file") if row[0] not in affected]
         # Raises on a forest-level fault.
         found = triage(judged.every() + kept, entries, snap.unread)
         held = set(found.quarantined)
@@ -124,8 +124,8 @@ def update(root: Path, progress: Progress | None = None,
                     outcome = write_file(con, parsed[path], entries[path], path in held)
                     if outcome != "held":
                         counts[outcome] += 1
-                store.replace_problems(con, affected, judged.scoped(), names=renamed)
-                store.set_built(con, time.time_ns(), READER_VERSION, snap.unread,
+                statements.replace_problems(con, affected, judged.scoped(), names=renamed)
+                statements.set_built(con, time.time_ns(), READER_VERSION, snap.unread,
                                 names_digest(snap))
                 crash_point("indexing")  # a signal here rolls the whole update back
             return counts
@@ -162,16 +162,16 @@ def _affected(con: sqlite3.Connection, snap: Snapshot, parsed: dict[str, Parsed]
                 break
             if routed(child) and parent_of(child) == path:
                 affected.add(child)
-    affected |= store.linking_to(con, {link_target(path) for path in appeared})
+    affected |= filerows.linking_to(con, {link_target(path) for path in appeared})
     touched = set(parsed) | deleted
-    ids = store.ids_of(con, touched) | {p.facts.id for p in parsed.values()
+    ids = filerows.ids_of(con, touched) | {p.facts.id for p in parsed.values()
                                         if p.facts is not None and p.facts.id is not None}
-    events = store.events_of(con, touched) | {event for p in parsed.values()
+    events = filerows.events_of(con, touched) | {event for p in parsed.values()
                                               if p.facts is not None
                                               for event in p.facts.event_ids}
-    holders = store.holding_ids(con, ids) | store.holding_events(con, events)
+    holders = filerows.holding_ids(con, ids) | filerows.holding_events(con, events)
     # Files drawn in above may share an id with files outside: their groups come too.
     drawn = (affected | holders) - touched
-    holders |= store.holding_ids(con, store.ids_of(con, drawn)) \
-        | store.holding_events(con, store.events_of(con, drawn))
+    holders |= filerows.holding_ids(con, filerows.ids_of(con, drawn)) \
+        | filerows.holding_events(con, filerows.events_of(con, drawn))
     return affected | holders

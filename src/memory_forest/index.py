@@ -1,10 +1,12 @@
-"""The derived SQLite index: read access, full builds, and the one-file writer's update.
+"""The derived SQLite index: full builds, its state, and the one-file writer's update.
 
 The index is derived state: it can be deleted and rebuilt from the canonical
 files at any time. A full build writes a new file beside the old one and
 renames it into place, so readers see the old index or the new one, never a
 half-built one. An incremental build (``incremental.py``) applies every
-change in one transaction. Neither ever writes a canonical byte.
+change in one transaction. Neither ever writes a canonical byte. Opening the
+index to read it is ``indexreader``'s, which the per-turn path loads without
+this module.
 
 A document that cannot be read as one is quarantined: it has no row in
 ``docs`` (an earlier row is removed) and one in ``quarantine`` with its stat
@@ -23,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import indexheal, store
+from . import indexheal
 from .building import (
     READER_VERSION,
     Judged,
@@ -43,9 +45,10 @@ from .building import (
     write_file,
 )
 from .errors import ForestError
+from .indexreader import connect
 from .safety import FILE_MODE, mkdir_private
-from .statefiles import STATE_DIR, index_path, index_temp_path, state_dir
-from .store import INDEX_SCHEMA_VERSION
+from .statefiles import index_path, index_temp_path, state_dir
+from .store import filerows, schema, statements
 from .testhooks import crash_point
 
 if TYPE_CHECKING:
@@ -60,43 +63,7 @@ if TYPE_CHECKING:
 INSERT_BATCH = 256  # documents per executemany in a full build
 
 
-# --- reading --------------------------------------------------------------------------------
-
-
-def connect(root: Path) -> sqlite3.Connection:
-    """Open the index read-only, failing with a code when it is absent or foreign."""
-    path = index_path(root)
-    _refuse_symlinks(root, path)
-    indexheal.ready(root)
-    if not path.exists():
-        raise ForestError("index_missing",
-                          "the forest has no index; run 'memory-forest index ROOT'")
-    try:
-        con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-        try:
-            _check_schema(con)
-        except ForestError:
-            con.close()
-            if indexheal.hot(root):  # a journal SQLite could not roll back (a read-only disk)
-                raise indexheal.unavailable(indexheal.journal_path(root), "hot journal") \
-                    from None
-            raise
-    except sqlite3.DatabaseError as exc:
-        raise ForestError("index_corrupt", "the index cannot be read; run "
-                          "'memory-forest index ROOT' to rebuild it",
-                          {"error": type(exc).__name__}) from None
-    return con
-
-
-def _check_schema(con: sqlite3.Connection) -> None:
-    found = store.schema_version(con)
-    if found != str(INDEX_SCHEMA_VERSION):
-        raise ForestError(
-            "index_schema_mismatch",
-            f"the index has schema {found!s}, this tool needs {INDEX_SCHEMA_VERSION}; "
-            "run 'memory-forest index ROOT' to rebuild it",
-            {"found": found, "expected": INDEX_SCHEMA_VERSION},
-        )
+# --- the index as a whole -------------------------------------------------------------------
 
 
 def usable(forest: Opened) -> bool:
@@ -131,13 +98,6 @@ def repair(forest: Opened) -> dict[str, Any]:
     return {"healed": damaged, "rebuilt": True}
 
 
-def _refuse_symlinks(root: Path, path: Path) -> None:
-    for candidate in (root / STATE_DIR, path):
-        if candidate.is_symlink():
-            raise ForestError("symlink", "the index path is a symlink; refusing to follow it",
-                              {"path": os.path.relpath(candidate, root)})
-
-
 def state(forest: Opened | Path) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
     from .quarantine import left_out
@@ -151,8 +111,8 @@ def state(forest: Opened | Path) -> dict[str, Any]:
     except ForestError as exc:
         return {"state": "invalid", "code": exc.code}
     with con:
-        stats, held = store.known_files(con)
-        unread = store.unread(con)
+        stats, held = filerows.known_files(con)
+        unread = schema.unread(con)
     con.close()
     snap = survey(forest)  # read only now: an absent index needs no config
     diff = compare(stats, snap.documents, snap.entries)
@@ -225,7 +185,7 @@ def _why_not_incremental(root: Path) -> str | None:
             raise
         return _REBUILDABLE[exc.code]
     try:
-        return None if store.reader_version(con) == READER_VERSION else "reader_changed"
+        return None if schema.reader_version(con) == READER_VERSION else "reader_changed"
     except sqlite3.DatabaseError:
         return "index_corrupt"
     finally:
@@ -255,7 +215,7 @@ def rebuild(root: Path, progress: Progress | None = None,
     try:
         con = sqlite3.connect(tmp)
         try:
-            store.create(con)
+            schema.create(con)
             with con:
                 read = timed(recorder, "read", lambda: _read_all(con, snap, progress), _counted)
                 present = Presence(lambda path: path in read.routes or path in snap.unread)
@@ -264,7 +224,7 @@ def rebuild(root: Path, progress: Progress | None = None,
                 triage = quarantine.triage(judged.every(), snap.entries, snap.unread)
                 held = timed(recorder, "index", lambda: _finish(con, snap, read, triage, judged),
                              _held)
-            store.end_bulk_load(con)
+            schema.end_bulk_load(con)
         finally:
             con.close()
         _fsync(tmp)
@@ -298,7 +258,7 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
     entries = snap.documents
     read = _Read(len(entries))
     records = parse(snap.root, entries, snap.config.limits, keep_text=True)
-    batch: list[store.Row] = []
+    batch: list[statements.Row] = []
     try:
         for number, parsed in enumerate(records, start=1):
             read.issues.extend(parsed.issues)
@@ -308,7 +268,7 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
                 # Left out whatever the rest of the forest says: its words go straight to
                 # 'left_out_terms', and 'terms' never carries (and has to forget) its text.
                 read.facts[parsed.path] = parsed.facts
-                store.keep_words(con, parsed.path, full_text(parsed))
+                statements.keep_words(con, parsed.path, full_text(parsed))
             elif parsed.facts is not None:
                 read.facts[parsed.path] = parsed.facts
                 read.rowids[parsed.path] = rowid = len(read.rowids) + 1
@@ -316,11 +276,11 @@ def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None
                               snap.entries[parsed.path].ino, full_text(parsed),
                               fragment_texts(parsed) if parsed.fragments else []))
             if len(batch) >= INSERT_BATCH:
-                store.insert_many(con, batch)
+                statements.insert_many(con, batch)
                 batch.clear()
             if progress and number % 500 == 0:
                 progress(number, len(entries))
-        store.insert_many(con, batch)
+        statements.insert_many(con, batch)
     finally:
         records.close()  # a pool is shut down and joined before the build goes on
     return read
@@ -332,20 +292,20 @@ def _finish(con: sqlite3.Connection, snap: Snapshot, read: _Read, triage: Triage
     held = set(triage.quarantined)
     for path in sorted(held):
         if path in read.rowids:
-            store.keep_indexed_words(con, path, read.rowids[path])
-            store.delete(con, read.rowids[path])
+            statements.keep_indexed_words(con, path, read.rowids[path])
+            statements.delete(con, read.rowids[path])
         elif path not in read.facts:
-            store.keep_words(con, path, unread_words(path, read.routes.get(path)))
+            statements.keep_words(con, path, unread_words(path, read.routes.get(path)))
         entry = snap.entries[path]
         facts = read.facts.get(path)
-        store.hold(con, path, entry.size, entry.mtime_ns, entry.ino, path in read.routes,
+        statements.hold(con, path, entry.size, entry.mtime_ns, entry.ino, path in read.routes,
                    facts.id if facts else None)
     for path, facts in read.facts.items():
         targets, event_ids, sources = references(read.routes[path], facts)
         if targets or event_ids or sources:
-            store.set_references(con, path, targets, event_ids, sources)
-    store.replace_problems(con, set(), judged.scoped(), names=True)
-    store.set_built(con, time.time_ns(), READER_VERSION, snap.unread, names_digest(snap))
+            statements.set_references(con, path, targets, event_ids, sources)
+    statements.replace_problems(con, set(), judged.scoped(), names=True)
+    statements.set_built(con, time.time_ns(), READER_VERSION, snap.unread, names_digest(snap))
     crash_point("indexing")
     return held
 
@@ -401,7 +361,7 @@ def update_paths(forest: Opened | Path, paths: list[str] | set[str]) -> dict[str
                                       {"path": rel})
                 outcome = write_file(con, parsed, entry, held=False)
                 counts["unchanged" if outcome == "held" else outcome] += 1
-            store.add_pending(con, sorted(set(paths)))
+            statements.add_pending(con, sorted(set(paths)))
     finally:
         con.close()
     return {"mode": "paths", **counts, "seconds": round(time.perf_counter() - started, 4)}

@@ -20,7 +20,7 @@ would make the open wait forever, a directory or a device cannot be an index.
 Readers report ``index_unavailable``; the writers (``index``, every write,
 ``doctor --repair``) remove it, since all of it is derived and rebuilt.
 
-On the per-turn path (``index.connect`` calls ``ready``): stdlib only.
+On the per-turn path (``indexreader.connect`` calls ``ready``): stdlib only.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from . import store
 from .errors import ForestError
 from .safety import open_regular
 from .statefiles import INDEX, index_path, state_rel
+from .store import schema
 
 SIBLINGS = ("-journal", "-wal", "-shm")
 FIX = "memory-forest index ROOT"
@@ -124,7 +124,7 @@ def roll_back(root: Path) -> bool:
         before = os.stat(path).st_ino
         con = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=ROLLBACK_TIMEOUT)
         try:
-            sound = store.passes_quick_check(con)
+            sound = schema.passes_quick_check(con)
         finally:
             con.close()
     except (OSError, sqlite3.DatabaseError):

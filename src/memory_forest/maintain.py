@@ -209,11 +209,12 @@ def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[st
 
     ``expected`` are the paths that should have rows: the documents not quarantined.
     """
-    from . import index, store
+    from . import indexreader
+    from .store import filerows
 
-    con = index.connect(root)
+    con = indexreader.connect(root)
     with con:
-        indexed = store.digests(con)
+        indexed = filerows.digests(con)
     con.close()
     mismatched = sorted(set(indexed) ^ expected)
     paths = sorted(set(indexed) & expected)

@@ -11,13 +11,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from . import store
 from .digest import sha256_hex
 from .errors import ForestError, usage_error
 from .forest import Forest, opened
 from .layers import layer_for
 from .retrieve import check, node_of
-from .store import Node
+from .store import lookups
+from .store.lookups import Node
 
 SOURCE_LAYERS = (5, 6)  # Daily and ISTM: raw sources, opened only when asked for by name
 _EXTENSIONS = (".md", ".jsonl")  # what a wikilink-style name without extension may mean
@@ -80,11 +80,11 @@ def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, Node 
             first_error = first_error or exc
             continue
         parsed.append(candidate)
-        row = store.doc_by_path(con, candidate)
+        row = lookups.doc_by_path(con, candidate)
         if row is not None or os.path.lexists(root / candidate):
             return candidate, row
     if name and "/" not in name:
-        row = store.doc_by_id(con, name)
+        row = lookups.doc_by_id(con, name)
         if row is not None:
             return row.path, row
     if parsed:

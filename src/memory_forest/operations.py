@@ -232,10 +232,11 @@ def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
     import platform
     import sqlite3
 
-    from . import __version__, gitrepo, indexheal, statedebris, store, syncsafety
+    from . import __version__, gitrepo, indexheal, statedebris, syncsafety
     from . import lock as locking
     from .safety import walk
     from .snapshot import listed_per_layer
+    from .store import schema
 
     root = forest.root
     report: dict[str, Any] = {}
@@ -249,7 +250,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
             # sync's one dependency outside Python; None when git is not on PATH
             "git": gitrepo.version(),
         },
-        "sqlite_features": store.sqlite_features(),
+        "sqlite_features": schema.sqlite_features(),
         "network_required": False,
     })
     try:

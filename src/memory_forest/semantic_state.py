@@ -126,7 +126,7 @@ def matrix_layout(handle: BinaryIO) -> tuple[int, int]:
 def damaged(root: Path) -> list[dict[str, str]]:
     """Each piece of semantic state that a reader would bypass: its path, the code and the
     command that rebuilds it. Reads only (a hot journal is named, not rolled back)."""
-    from . import store
+    from .store import vectorfile
 
     found = []
     path = vectors_path(root)
@@ -134,8 +134,9 @@ def damaged(root: Path) -> list[dict[str, str]]:
         if vectors_present(root):
             con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
             try:
-                problem = store.vectors_problem(con) or (
-                    "misshapen vectors" if store.misshapen_vectors(con, VECTOR_BYTES) else None)
+                problem = vectorfile.vectors_problem(con)
+                if problem is None and vectorfile.misshapen_vectors(con, VECTOR_BYTES):
+                    problem = "misshapen vectors"
             finally:
                 con.close()
             if problem:
@@ -239,13 +240,13 @@ def _usable(path: Path) -> tuple[str | None, int]:
     """What makes the vectors file unusable (None when nothing does), once a read-write
     open rolled back any hot journal; and how many documents' misshapen vectors it then
     dropped."""
-    from . import store
+    from .store import vectorfile
 
     try:
         con = sqlite3.connect(path, timeout=30)
         try:
-            problem = store.vectors_problem(con)
-            return problem, 0 if problem else store.drop_misshapen_vectors(con, VECTOR_BYTES)
+            problem = vectorfile.vectors_problem(con)
+            return problem, 0 if problem else vectorfile.drop_misshapen_vectors(con, VECTOR_BYTES)
         finally:
             con.close()
     except sqlite3.DatabaseError:
@@ -254,14 +255,14 @@ def _usable(path: Path) -> tuple[str | None, int]:
 
 def _replace_empty(path: Path) -> None:
     """A new, empty vectors file with semantic ranking on in place of ``path``."""
-    from . import store
+    from .store import vectorfile
 
     for target in [path, *(path.with_name(path.name + s) for s in COMPANIONS)]:
         _remove(target)
     con = create(path)
     try:
         with con:
-            store.set_vectors_meta(con, ENABLED_KEY, "1")
+            vectorfile.set_vectors_meta(con, ENABLED_KEY, "1")
     finally:
         con.close()
 
@@ -277,9 +278,9 @@ def _created(path: Path) -> Path:
 
 def create(path: Path) -> sqlite3.Connection:
     """The vectors file for writing, created private when it is new."""
-    from . import store
+    from .store import vectorfile
 
-    return store.open_vectors(os.fspath(_created(path)), create=True)
+    return vectorfile.open_vectors(os.fspath(_created(path)), create=True)
 
 
 def _remove(path: Path) -> None:

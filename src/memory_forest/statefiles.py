@@ -9,7 +9,7 @@ nothing in it is ever read as a document.
 Naming each entry once here keeps the readers (``doctor``, ``status``, the
 journal's recovery) and the writers agreeing on what is where.
 
-On the per-turn path (``index.connect`` opens the index through it): stdlib only.
+On the per-turn path (``indexreader.connect`` opens the index through it): stdlib only.
 """
 
 from __future__ import annotations

@@ -16,12 +16,13 @@ from .forest import Forest
 
 
 def stats(forest: Forest | str | Path) -> dict[str, Any]:
-    from . import index, store
+    from . import index
     from .envelope import result
     from .errors import ForestError
     from .layers import LAYERS
     from .safety import walk
     from .snapshot import listed_per_layer, refuse_non_forest
+    from .store import filerows, schema
 
     forest = Forest.of(forest)
     refuse_non_forest(forest.root)
@@ -36,9 +37,9 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
         except ForestError:
             state = {"state": "invalid"}
         else:
-            indexed = store.layer_counts(con)
+            indexed = filerows.layer_counts(con)
             problems = state["quarantined"]  # the count status reports, read the same way
-            age = max(0.0, round(time.time() - store.built_at_ns(con) / 1e9, 3))
+            age = max(0.0, round(time.time() - schema.built_at_ns(con) / 1e9, 3))
     layers = [{"layer": layer.key, "dir": layer.dirname, "files": on_disk.get(layer.dirname, 0),
                "indexed": indexed.get(layer.dirname, 0)} for layer in LAYERS]
     from .semantic import coverage

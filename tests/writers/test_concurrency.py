@@ -13,7 +13,7 @@ import time
 import pytest
 from writerkit import assert_whole, contents, event, istm_records, jsonl
 
-from memory_forest import index, lock, operations, retrieve
+from memory_forest import indexreader, lock, operations, retrieve
 from memory_forest.errors import ForestError
 
 
@@ -71,7 +71,7 @@ def test_reads_during_writes_see_the_old_or_the_new_index(example_forest, tmp_pa
     def reader() -> None:
         while not stop.is_set():
             try:
-                con = index.connect(example_forest)
+                con = indexreader.connect(example_forest)
                 try:
                     seen.append(con.execute("SELECT count(*) FROM docs").fetchone()[0])
                     orphans = con.execute("SELECT count(*) FROM terms WHERE rowid NOT IN "

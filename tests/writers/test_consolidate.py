@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from writerkit import assert_whole, contents, event, istm_records, state, write_json
 
-from memory_forest import index, lock, operations, schemas, store, testhooks
+from memory_forest import indexreader, lock, operations, schemas, testhooks
 from memory_forest.errors import ForestError
 from memory_forest.maintain import maintain
 from memory_forest.mcp_server import call
 from memory_forest.statefiles import proposal_rel, receipt_rel
+from memory_forest.store import lookups
 from memory_forest.writers import proposals
 from memory_forest.writers.capture import capture_events
 from memory_forest.writers.consolidate import consolidate, shorten, slug
@@ -56,9 +57,9 @@ def leaf_of(placement: dict) -> str:
 
 
 def ordered_unfiled(root: Path) -> list[str]:
-    con = index.connect(root)
+    con = indexreader.connect(root)
     try:
-        return [f"{item.path}#{item.anchor}" for item in store.unfiled(con)]
+        return [f"{item.path}#{item.anchor}" for item in lookups.unfiled(con)]
     finally:
         con.close()
 
@@ -202,7 +203,7 @@ def test_the_limit_bounds_a_proposal_and_the_rest_waits(example):
     made = consolidate(example, limit=2)
     assert made["counts"]["sources"] == 2 and made["remaining"] == 3  # 4 events + tomato
     taken = set(proposals.pointers(proposals.load(example, made["proposal"]["proposal_id"])))
-    assert taken == set(waiting[:2])  # in store.unfiled's order: oldest first
+    assert taken == set(waiting[:2])  # in lookups.unfiled's order: oldest first
     rest = consolidate(example, limit=1000)
     assert rest["remaining"] == 0
     assert set(proposals.pointers(proposals.load(example, rest["proposal"]["proposal_id"]))) \

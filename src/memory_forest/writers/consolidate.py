@@ -1,6 +1,6 @@
 """``consolidate``: propose Daily entries and STM placements for what nothing has filed yet.
 
-It reads the unfiled sources (``store.unfiled``: ISTM events no Daily entry
+It reads the unfiled sources (``lookups.unfiled``: ISTM events no Daily entry
 or leaf cites, Daily entries no structured record cites), leaves out those any
 stored proposal already names (pending, accepted or rejected: a source is
 proposed once; a proposal refused as stale names nothing) and those a review
@@ -59,8 +59,7 @@ def consolidate(forest: Forest | str | Path, limit: int = DEFAULT_LIMIT,
 
 def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """Make and store one proposal; the caller holds the forest lock (``maintain`` does)."""
-    from .. import store
-    from ..decisions import decided
+    from ..store import lookups
     from .view import View
 
     root = forest.root
@@ -68,9 +67,9 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     # A stale proposal was refused on accept: its sources wait for a fresh one. A decision
     # any machine recorded (canonical, so it outlives this machine's proposals) is final.
     named = {pointer for proposal in known if proposal.status != "stale"
-             for pointer in proposals.pointers(proposal)} | decided(forest.reader())
+             for pointer in proposals.pointers(proposal)} | lookups.decided(forest.reader())
     reserved = {entry_id for proposal in known for entry_id in proposals.entry_ids(proposal)}
-    waiting = [fragment for fragment in store.unfiled(forest.reader())
+    waiting = [fragment for fragment in lookups.unfiled(forest.reader())
                if f"{fragment.path}#{fragment.anchor}" not in named]
     chosen, remaining = waiting[:limit], max(0, len(waiting) - limit)
     view = View(forest)

@@ -419,7 +419,7 @@ def stale_sources(view: Any, proposal: Any) -> list[dict[str, str]]:
     ``missing`` (gone), ``changed`` (its fingerprint differs), ``cited`` (a Daily
     entry or a structured record cites it now), ``entry_exists`` (a new entry's id
     is taken)."""
-    from .. import store
+    from ..store import lookups
     from .daily import entry_text
 
     events = [source for day in proposal.days for entry in day.entries
@@ -427,7 +427,7 @@ def stale_sources(view: Any, proposal: Any) -> list[dict[str, str]]:
     event_files = view.event_paths({source.pointer.partition("#")[2] for source in events})
     promoted = {item.entry_id: item.source for item in proposal.promotions}
     entry_files = view.entry_paths(set(promoted) | set(entry_ids(proposal)))
-    unfiled = {f"{fragment.path}#{fragment.anchor}" for fragment in store.unfiled(view.con)}
+    unfiled = {f"{fragment.path}#{fragment.anchor}" for fragment in lookups.unfiled(view.con)}
     cited_now = {pointer for facts in view.stale.values() if facts is not None
                  for pointer in facts.sources}  # hand edits the index has not seen yet
     stale = []

@@ -20,7 +20,7 @@ import sqlite3
 import stat
 from typing import Any
 
-from .. import building, store
+from .. import building
 from ..digest import sha256_hex
 from ..documents import Facts, read_facts
 from ..errors import ForestError
@@ -29,6 +29,7 @@ from ..ignore import is_debris
 from ..layers import BY_KEY, LAYERS
 from ..routes import parse_route
 from ..safety import read_regular, walk
+from ..store import filerows, lookups, schema
 
 _MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
 
@@ -42,7 +43,7 @@ class View:
         self.config = forest.config
         self.max_bytes = self.config.limits["max_file_bytes"]
         self.con: sqlite3.Connection | None = forest.reader()
-        self.built_at = store.built_at_ns(self.con)
+        self.built_at = schema.built_at_ns(self.con)
         self._bytes: dict[str, bytes | None] = {}
         self._facts: dict[str, Facts | None] = {}
         self.stale: dict[str, Facts | None] = {}  # re-checked files that differ from the index
@@ -117,10 +118,10 @@ class View:
         return self.con
 
     def paths_with_ids(self, ids: set[str]) -> dict[str, list[str]]:
-        return store.paths_with_ids(self._con(), ids)
+        return lookups.paths_with_ids(self._con(), ids)
 
     def counts(self) -> tuple[int, int]:
-        return store.totals(self._con())
+        return filerows.totals(self._con())
 
     # --- layers re-checked against the disk ---
 
@@ -135,7 +136,7 @@ class View:
         if key in self._layers:
             return self._layers[key]
         layer = BY_KEY[key]
-        rows = store.layer_files(self._con(), layer.number)
+        rows = filerows.layer_files(self._con(), layer.number)
         listing = walk(self.root, self.config.limits, under=layer.dirname)
         # A wide mode is repairable, not a fault: a file the write replaces is written 0600.
         faults = [issue for issue in listing.issues if issue.code not in _MODE_CODES]
@@ -185,7 +186,7 @@ class View:
         found: dict[str, list[str]] = {}
         if not values:
             return found
-        rows = store.holders(self._con(), BY_KEY[key].number, Facts.json_path(field), values)
+        rows = filerows.holders(self._con(), BY_KEY[key].number, Facts.json_path(field), values)
         for path, value in rows:
             if path not in self.stale:
                 found.setdefault(value, []).append(path)
