@@ -103,3 +103,20 @@ def test_every_command_without_a_call_is_a_surface_the_command_line_runs():
         with pytest.raises(LookupError, match="surface"):
             catalog.by_name()[name].function()
 
+
+
+# The imports that must never happen, each as (a module of the lower part, one of the upper).
+# No forbidden contract repeats them: the layers contract forbids each, and any chain of
+# imports that would amount to one, because the upper part sits above the lower.
+NEVER = [("safety", "config"),  # ground -> forest files
+         ("documents", "store"),  # forest files -> store
+         ("store", "operations"), ("index", "maintain"),  # store -> operations
+         ("writers", "operations"), ("writers", "sync"),  # writers -> operations
+         ("retrieve", "writers"), ("placement", "writers"),  # retrieval -> writers
+         ("gate", "cli"), ("catalog", "mcp_server"),  # operations -> surfaces
+         ("writers", "render"), ("retrieve", "edge")]  # writers, retrieval -> surfaces
+
+
+@pytest.mark.parametrize(("lower", "upper"), NEVER, ids=lambda name: name)
+def test_each_forbidden_import_is_a_step_up_in_the_contract(lower, upper):
+    assert layer_of(f"{PACKAGE}.{lower}") > layer_of(f"{PACKAGE}.{upper}")
