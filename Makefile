@@ -25,7 +25,8 @@ test: layers
 layers: $(STAMP)
 	$(BIN)/lint-imports --no-logo --no-cache
 
-# docs/cli.md's command reference and docs/mcp-tools.json are written from the catalog.
+# docs/cli.md's command reference, docs/mcp-tools.json and docs/agents.md's tool table are
+# written from the catalog.
 docs: $(STAMP)
 	$(BIN)/python -m memory_forest.reference --write
 
