@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test check lint release-audit mutation-check bench bench-surfaces docs clean
+.PHONY: demo test check lint layers release-audit mutation-check bench bench-surfaces docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	@bash scripts/demo.sh $(BIN)/memory-forest
 
-test: $(STAMP)
+# The layering first (well under a second), so CI, which runs `make test`, checks it too.
+test: layers
 	$(BIN)/python -m pytest
 
-# docs/cli.md's command reference and docs/mcp-tools.json are written from the catalog.
+# The import layering declared in pyproject.toml ([tool.importlinter]); no cache in the tree.
+layers: $(STAMP)
+	$(BIN)/lint-imports --no-logo --no-cache
+
+# docs/cli.md's command reference, docs/mcp-tools.json and docs/agents.md's tool table are
+# written from the catalog.
 docs: $(STAMP)
 	$(BIN)/python -m memory_forest.reference --write
 

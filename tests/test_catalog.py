@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from memory_forest import catalog, gate, gate_receipt, schemas
+from memory_forest import catalog, cli, gate, gate_receipt, schemas
 from memory_forest.catalog import KINDS
 from memory_forest.catalog.params import MAX_TOOL_WAIT
 from memory_forest.errors import ForestError
@@ -39,7 +39,7 @@ def test_names_and_command_words_are_unique():
 @pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
 def test_every_declaration_names_a_function_that_takes_its_parameters(operation):
     """The declaration is the one definition: its names and defaults are the function's."""
-    signature = inspect.signature(operation.function())
+    signature = inspect.signature(cli.function_of(operation))
     for param in operation.params:
         assert param.kind in KINDS
         assert param.name in signature.parameters, (operation.name, param.name)

@@ -8,7 +8,17 @@ from pathlib import Path
 from conftest import run_cli
 
 from memory_forest import catalog
-from memory_forest.reference import BEGIN, END, cli_reference, tool_reference, with_reference
+from memory_forest.reference import (
+    BEGIN,
+    END,
+    TOOLS_BEGIN,
+    TOOLS_END,
+    cli_reference,
+    tool_reference,
+    tool_table,
+    with_reference,
+    with_tool_table,
+)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -23,6 +33,26 @@ def test_checked_in_command_reference_is_the_generated_one():
 def test_checked_in_tool_schemas_are_the_generated_ones():
     assert (DOCS / "mcp-tools.json").read_text(encoding="utf-8") == tool_reference(), \
         "docs/mcp-tools.json is out of date: run 'make docs'"
+
+
+def test_checked_in_tool_table_is_the_generated_one():
+    text = (DOCS / "agents.md").read_text(encoding="utf-8")
+    assert text.count(TOOLS_BEGIN) == 1 and text.count(TOOLS_END) == 1
+    assert with_tool_table(text) == text, "docs/agents.md is out of date: run 'make docs'"
+    rows = [line for line in tool_table().splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == [op.name for op in catalog.tools()]
+
+
+def test_the_tool_table_says_what_the_published_schema_says():
+    """Bounds, defaults and effects come from the schema a client reads, not from prose."""
+    rows = {row.split("`")[1]: row for row in tool_table().splitlines() if row.startswith("| `")}
+    assert "`limit` (1-100, default 10)" in rows["route"]
+    assert "`wait` (0-30, default 30)" in rows["capture"]  # the CLI waits longer; a tool never
+    assert "`events` (required, object or list)" in rows["capture"]
+    assert "`status` (pending, accepted, rejected, stale)" in rows["proposals_list"]
+    assert "| read-only |" in rows["open"] and "| writes, only adds |" in rows["remember"]
+    assert "`memory-forest proposals accept`" in rows["proposals_accept"]
+    assert "include_body" not in rows["search"]  # a CLI-only parameter
 
 
 def test_a_stale_reference_is_replaced_and_the_prose_kept():

@@ -16,6 +16,7 @@ and ``retrieve`` and ``gate`` import only the retrieval path.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from . import catalog
@@ -289,13 +290,38 @@ def _run(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:
             arguments = _arguments(operation, values)
             if progress is not None:
                 arguments["progress"] = progress
-            function = operation.function()
+            function = function_of(operation)
             if not operation.forest:
                 return function(**arguments)
             with _open_forest(root) as forest:
                 return function(forest, **arguments)
 
         return present(operation.name, call, json_mode, operation.render)
+
+
+def _serve() -> Callable[..., Any]:
+    from .mcp_server import serve
+
+    return serve
+
+
+def _completion() -> Callable[..., Any]:
+    from .completion import completion
+
+    return completion
+
+
+# The commands that are surfaces themselves: the catalog, below every surface, declares them
+# with no call, and the command line imports their module only when one is run.
+SURFACE_COMMANDS: dict[str, Callable[[], Callable[..., Any]]] = {
+    "serve": _serve, "completion": _completion}
+
+
+def function_of(operation: Operation) -> Callable[..., Any]:
+    """The function that runs ``operation``: the catalog's, or the surface's own."""
+    if operation.call is None:
+        return SURFACE_COMMANDS[operation.name]()
+    return operation.function()
 
 
 def _run_direct(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:

@@ -15,10 +15,10 @@ from typing import Any
 
 from . import catalog
 from .catalog import DOCUMENT, FLAG, PATH, Operation, Param
+from .catalog.keeping import SHELLS
 from .cli import PROG
 from .errors import usage_error
 
-SHELLS = ("bash", "zsh", "fish")
 _GLOBAL = ("--json", "--help")  # every command takes these
 _TOP = ("--help", "--version", "--json")  # what the bare program takes before a command
 

@@ -104,7 +104,10 @@ class Operation:
 
     ``call`` is ``"module:function"``; the function receives the forest (when
     ``forest`` is true: a ``Forest``, from the ROOT positional or the default
-    root) and one keyword per parameter. ``render`` names the function of
+    root) and one keyword per parameter. It names a module of the catalog's
+    layer or below, never a surface: a command that is a surface itself
+    (``serve`` is the MCP server) has no ``call``, and the command line runs
+    it (``cli.SURFACE_COMMANDS``). ``render`` names the function of
     ``render`` that shows a result to a person. ``tool`` is the description an
     agent reads (an operation without one is not an MCP tool); ``result`` is
     the ``schemas`` model of its result. ``direct`` operations print their own
@@ -115,7 +118,7 @@ class Operation:
                  "name", "params", "progress", "render", "result", "summary", "title", "tool",
                  "writes")
 
-    def __init__(self, name: str, call: str, summary: str, example: str, *,
+    def __init__(self, name: str, call: str | None, summary: str, example: str, *,
                  params: tuple[Param, ...] = (), help: str = "", forest: bool = True,
                  writes: bool = False, destructive: bool = True, render: str = "generic",
                  tool: str | None = None, title: str | None = None, result: str | None = None,
@@ -133,6 +136,8 @@ class Operation:
         return " ".join(self.command)
 
     def function(self) -> Any:
+        if self.call is None:
+            raise LookupError(f"{self.name} is run by a surface, see cli.SURFACE_COMMANDS")
         return resolve(self.call)
 
 

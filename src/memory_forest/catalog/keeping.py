@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import FLAG, INT, PATH, TEXT, Operation, Param
 from .params import WAIT
 
+SHELLS = ("bash", "zsh", "fish")  # the shells ``completion`` writes a script for
 _DRY_RUN = Param("dry_run", FLAG, "Report the change; write nothing.", flags=("--dry-run",))
 _CLIENT = Param("client", TEXT, "claude-code or codex.", flags=("--client",), required=True,
                 choices="memory_forest.hooks:CLIENTS")
@@ -133,7 +134,7 @@ OPERATIONS = (
                       flags=("--out",), required=True),),
         render="browse"),
     Operation(
-        "serve", "memory_forest.mcp_server:serve",
+        "serve", None,  # the MCP server is a surface: the command line runs it
         "Run the MCP server for this forest over stdio (needs memory-forest[mcp]).",
         "memory-forest serve ~/memory"),
     Operation(
@@ -178,7 +179,7 @@ OPERATIONS = (
                       flags=("--semantic-budget",), metavar="TIME")),
         command=("schedule", "print"), forest=False, render="schedule_print"),
     Operation(
-        "completion", "memory_forest.completion:completion",
+        "completion", None,  # written from the command line's own parser, which runs it
         "Print a shell completion script (bash, zsh or fish) for every command and option.",
         "source <(memory-forest completion bash)",
         help="Written from the command catalog, so it completes every command, subcommand, "
@@ -186,7 +187,7 @@ OPERATIONS = (
         "completion bash)' to ~/.bashrc; zsh: the same with zsh in ~/.zshrc; fish: "
         "memory-forest completion fish > ~/.config/fish/completions/memory-forest.fish.",
         params=(Param("shell", TEXT, "bash, zsh or fish.", required=True,
-                      choices="memory_forest.completion:SHELLS"),),
+                      choices=SHELLS),),
         forest=False, render="completion"),
 )
 
