@@ -10,7 +10,8 @@ from conftest import ISSUE_CODES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_forest.documents import Facts, read_facts, scan_markdown, split_frontmatter
+from memory_forest.documents import read_facts, scan_markdown, split_frontmatter
+from memory_forest.facts import Facts
 from memory_forest.routes import parse_route
 
 STM = "04 stm/tree/branch/leaf.md"

@@ -8,8 +8,8 @@ from typing import Any
 
 from . import chain
 from .digest import sha256_hex
-from .documents import Facts
 from .errors import ForestError
+from .facts import Facts
 from .issues import Issue
 from .jsonio import dumps
 from .layers import BY_DIR

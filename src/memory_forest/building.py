@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .checks import Recorder
     from .config import Config
-    from .documents import Facts, Fragment
+    from .facts import Facts, Fragment
     from .issues import Issue
     from .parsing import Parsed
     from .quarantine import Triage

@@ -20,9 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import catalog
-from .catalog import DOCUMENT, FLAG, FLOAT, INT, PATH, TEXTS, Operation, Param, positionals
+from .catalog import DOCUMENT, FLAG, FLOAT, INT, PATH, PROG, TEXTS, Operation, Param, positionals
 
-PROG = "memory-forest"
 HELP_FLAGS = ("-h", "--help")
 # Stands for a ROOT the command line left out, until the default root is looked up.
 # No real argument can hold a NUL byte.

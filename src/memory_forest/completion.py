@@ -14,9 +14,8 @@ import shlex
 from typing import Any
 
 from . import catalog
-from .catalog import DOCUMENT, FLAG, PATH, Operation, Param
+from .catalog import DOCUMENT, FLAG, PATH, PROG, Operation, Param
 from .catalog.keeping import SHELLS
-from .cli import PROG
 from .errors import usage_error
 
 _GLOBAL = ("--json", "--help")  # every command takes these

@@ -9,78 +9,20 @@ must always come fresh from disk.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from .digest import sha256_hex
+from .facts import POINTER, Facts, Fragment, Link, pointers, stem
 from .issues import Issue
+from .istmfacts import read_istm
 from .routes import Route
 from .safe_yaml import FrontmatterError, load_yaml
 from .stamps import utc_stamp
 
 STATUSES = ("active", "superseded", "archived")
-ISTM_REQUIRED = ("event_id", "observed_at", "captured_at", "source", "kind", "payload")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
-
-
-class Link(NamedTuple):  # a tuple: the index rebuilds thousands of these per run
-    target: str  # as written, without alias or heading, without a trailing ".md"
-    line: int
-    heading: str | None = None
-    alias: str | None = None
-
-
-@dataclass
-class Facts:
-    path: str
-    size: int
-    mtime_ns: int
-    sha256: str
-    title: str = ""
-    id: str | None = None
-    status: str = "active"
-    links: list[Link] = field(default_factory=list)
-    event_ids: list[str] = field(default_factory=list)  # ISTM only
-    anchors: list[str] = field(default_factory=list)  # ## headings: Daily entry ids
-    # What this document cites as its provenance: canonical pointers ``<path>#<anchor>``
-    # (or a bare path) from frontmatter ``sources`` and, in a Daily record, the entries'
-    # ``Sources:`` lines. Free-text sources ("a call with Ana") are not pointers.
-    sources: list[str] = field(default_factory=list)
-    updated: str | None = None  # frontmatter ``updated`` as written, when it is a timestamp
-    superseded_by: str | None = None  # the first successor a superseded record names
-    issues: list[Issue] = field(default_factory=list)  # problems local to this file
-
-    @staticmethod
-    def json_path(name: str) -> str:
-        """Where a field sits in ``dumps``'s array, for SQLite's JSON functions."""
-        return f"$[{STORED_FIELDS.index(name)}]"
-
-    def dumps(self) -> str:
-        """What the index keeps beyond its columns: the lists a writer looks files up by
-        (links, event ids, anchors, sources), as positional JSON (arrays decode faster than
-        objects). Path, stat, hash, title, id and status are columns; problems have
-        their own table."""
-        return json.dumps([getattr(self, name) for name in STORED_FIELDS], ensure_ascii=False)
-
-
-STORED_FIELDS = ("links", "event_ids", "anchors", "sources")
-
-
-class Fragment(NamedTuple):
-    """One raw capture inside a source file: an ISTM event or a Daily entry, with its text.
-
-    Text, like a body, is kept beside the facts and never inside them; the
-    index searches fragments on their own so that a capture nobody has
-    promoted yet can be found by itself.
-    """
-
-    kind: str  # "event" or "entry"
-    anchor: str  # the event id, or the entry's ``## `` heading
-    observed_at: str | None  # RFC 3339 UTC (``utc_stamp``); None when the file gives none
-    text: str
 
 
 def read_facts(route: Route, raw: bytes, mtime_ns: int, max_links: int) -> tuple[Facts, str]:
@@ -118,16 +60,9 @@ def read_document(route: Route, raw: bytes, mtime_ns: int,
         return facts, raw.decode("utf-8", "replace").replace("\x00", " "), []
     fragments: list[Fragment] = []
     if route.layer.key == "istm":
-        from .istmfacts import read_istm  # here: it reads into this module's Facts
-
         return facts, read_istm(facts, text, fragments), fragments
     searchable = _read_markdown(facts, text, max_links, fragments)
     return facts, searchable, fragments
-
-
-def stem(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
-    return name.rsplit(".", 1)[0]
 
 
 # --- Markdown -------------------------------------------------------------------------------
@@ -235,18 +170,6 @@ def _check_frontmatter(facts: Facts, meta: dict[str, Any]) -> None:
                                None)
 
 
-def pointers(value: Any) -> list[str]:
-    """The canonical pointers among frontmatter ``sources``: strings that start with a layer
-    directory (``06 istm/2026-12-01.jsonl#evt-...``); anything else is free text."""
-    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-    found: list[str] = []
-    for item in items:
-        if isinstance(item, str) and _POINTER.match(item) and item not in found:
-            found.append(item)
-    return found
-
-
-_POINTER = re.compile(r"0[0-6] [a-z_]+/")
 _SOURCES_LINE = re.compile(r"^Sources: (.*)$", re.MULTILINE)
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
@@ -254,7 +177,7 @@ _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 def _daily_sources(body: str) -> list[str]:
     """The pointers on a Daily record's ``Sources:`` lines, each in backticks."""
     return [span for line in _SOURCES_LINE.findall(body) for span in _CODE_SPAN.findall(line)
-            if _POINTER.match(span)]
+            if POINTER.match(span)]
 
 
 _DAILY_NAME = re.compile(r"05 daily/(?:.*/)?(\d{4}-\d{2}-\d{2})\.md$")

@@ -54,7 +54,7 @@ from .testhooks import crash_point
 if TYPE_CHECKING:
     from .checks import Recorder
     from .config import Opened
-    from .documents import Facts
+    from .facts import Facts
     from .issues import Issue
     from .quarantine import Triage
     from .routes import Route

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .decisions import cited_sources, is_decision
-from .documents import ISTM_REQUIRED, Facts, Fragment, pointers, stem
+from .facts import ISTM_REQUIRED, Facts, Fragment, pointers, stem
 from .issues import WARNING, Issue
 from .jsonio import StrictJSONError, loads_strict
 from .stamps import utc_stamp

@@ -59,7 +59,7 @@ from .routes import Route, parse_route
 from .statefiles import STATE_DIR
 
 if TYPE_CHECKING:
-    from .documents import Facts, Fragment
+    from .facts import Facts, Fragment
     from .safety import Entry
 
 # Fewer files than this are read in this process: starting the pool (a server process
@@ -279,7 +279,7 @@ def _pack(facts: Facts) -> tuple:
 
 
 def _unpacked(packed: list[tuple]) -> Iterator[Read]:
-    from .documents import Facts
+    from .facts import Facts
 
     for fields, text, fragments, issue in packed:
         yield (None if fields is None else Facts(*fields)), text, fragments, issue

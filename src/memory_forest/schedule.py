@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .catalog import PROG
 from .errors import ForestError, usage_error
 
-PROGRAM = "memory-forest"
 TEMPLATE_PACKAGE_DIR = "automation_templates"
 PLACEHOLDERS = ("MEMORY_FOREST_BIN", "FOREST_ROOT", "RUN_LOG", "MAINTAIN_OPTIONS")
 # Steps a scheduled run may add to the checks: the flag of ``maintain`` that turns each on.
@@ -203,16 +203,16 @@ def _program(bin_path: str | os.PathLike[str] | None) -> Path:
             raise ForestError("binary_not_found", "the --bin path is not an executable file")
         return candidate
     running = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if running is not None and running.name == PROGRAM:
+    if running is not None and running.name == PROG:
         candidate = Path(os.path.abspath(running))
         if _is_executable(candidate):
             return candidate
-    found = shutil.which(PROGRAM)
+    found = shutil.which(PROG)
     if found:
         return Path(os.path.abspath(found))
     raise ForestError(
         "binary_not_found",
-        f"cannot find the {PROGRAM} executable; pass --bin with its absolute path",
+        f"cannot find the {PROG} executable; pass --bin with its absolute path",
     )
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config, Opened, root_and_config
-from .documents import Facts
 from .errors import ForestError
+from .facts import Facts
 from .issues import WARNING, Issue
 from .layers import BY_DIR, LAYERS
 from .parsing import routable

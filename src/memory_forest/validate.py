@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from .documents import Facts
+from .facts import Facts
 from .issues import Issue
 from .layers import LAYERS
 from .routes import Route, casefold_key

@@ -23,6 +23,8 @@ from importlib import import_module
 from typing import Any
 
 # Parameter kinds and what each surface does with them.
+PROG = "memory-forest"  # the command every surface, help text and unit file names
+
 TEXT = "text"  # a string
 INT = "int"
 FLOAT = "float"

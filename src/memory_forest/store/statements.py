@@ -15,7 +15,7 @@ from ..stamps import utc_stamp
 from .schema import chunked, path_key
 
 if TYPE_CHECKING:
-    from ..documents import Facts, Fragment
+    from ..facts import Facts, Fragment
     from ..routes import Route
 
 _INSERT_DOC = ("INSERT INTO docs (rowid, path, layer, layer_number, tree, branch, leaf,"

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..audit import audit
-from ..documents import Facts, read_facts
+from ..documents import read_facts
 from ..errors import ForestError
+from ..facts import Facts
 from ..issues import Issue, has_errors, summarize
 from ..layers import BY_DIR, LAYERS
 from ..routes import ancestors, parse_route

@@ -22,8 +22,9 @@ from typing import Any
 
 from .. import building
 from ..digest import sha256_hex
-from ..documents import Facts, read_facts
+from ..documents import read_facts
 from ..errors import ForestError
+from ..facts import Facts
 from ..forest import Forest
 from ..ignore import is_debris
 from ..layers import BY_KEY, LAYERS
