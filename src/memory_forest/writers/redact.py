@@ -24,6 +24,7 @@ from typing import Any
 from ..credentials import PAIRED, fold, may_hold, secret_beside, secret_field, spans
 
 MARKER_PREFIX = "[REDACTED:"
+MAX_PASSES = 4  # redaction passes over one text (a marker may complete a credential)
 
 Counts = dict[str, int]
 
@@ -37,17 +38,26 @@ def marker(rule: str) -> str:
 
 def redact_text(text: str, counts: Counts) -> str:
     """``text`` with every credential the detector finds replaced by its marker, counted
-    per rule."""
-    found = spans(text)
-    if not found:
-        return text
-    pieces, last = [], 0
-    for start, end, rule in found:
-        pieces += [text[last:start], marker(rule)]
-        last = end
-        _count(counts, rule)
-    pieces.append(text[last:])
-    return "".join(pieces)
+    per rule.
+
+    A marker can complete a credential it cut short: ``Basic <base64>=`` followed by
+    a redacted key reads as a whole Basic header once the key is gone. So the text is
+    read again until the detector finds nothing in it: what a writer stores, sync
+    would publish. Each pass only shortens the text, so a few passes are enough; the
+    bound keeps a hostile text from costing more.
+    """
+    for _ in range(MAX_PASSES):
+        found = spans(text)
+        if not found:
+            return text
+        pieces, last = [], 0
+        for start, end, rule in found:
+            pieces += [text[last:start], marker(rule)]
+            last = end
+            _count(counts, rule)
+        pieces.append(text[last:])
+        text = "".join(pieces)
+    return text
 
 
 def _count(counts: Counts, rule: str) -> None:
