@@ -48,6 +48,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from docblock import write_block
+
 from memory_forest import lock, operations
 from memory_forest.errors import ForestError
 from memory_forest.writers.structured import structured_context
@@ -419,13 +421,7 @@ def write_docs(report: dict[str, Any]) -> None:
             row["tried"]
         rows.append(f"| `{name}` | {tried} | {row['failed']} | {failure} |")
     block = "\n".join([BEGIN, f"Seed {report['seed']}, {report['seconds']} s.", "", *rows, END])
-    text = DOCS.read_text(encoding="utf-8")
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Adversarial runs\n\n" + block + "\n"
-    DOCS.write_text(text, encoding="utf-8")
+    write_block(DOCS, BEGIN, END, block, heading="Adversarial runs")
 
 
 if __name__ == "__main__":

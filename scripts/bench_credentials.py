@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from docblock import write_block
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench_credentials:begin -->", "<!-- bench_credentials:end -->"
@@ -121,11 +123,7 @@ def write_docs(report: dict[str, dict[str, Any]]) -> None:
             rows.append(f"- {label}, {who} misses {len(missed)}: "
                         + (", ".join(f"`{form_id}`" for form_id in missed) or "none") + ".")
     block = "\n".join([BEGIN, *rows, END])
-    text = DOCS.read_text(encoding="utf-8")
-    if BEGIN not in text:
-        sys.exit(f"{DOCS} has no {BEGIN} ... {END} markers")
-    head, rest = text.split(BEGIN, 1)
-    DOCS.write_text(head + block + rest.split(END, 1)[1], encoding="utf-8")
+    write_block(DOCS, BEGIN, END, block)
 
 
 def main() -> None:

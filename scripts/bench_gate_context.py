@@ -38,6 +38,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from docblock import write_block
 from forestgen import write_forest
 
 from memory_forest import gate, hookcontext, operations
@@ -189,11 +190,7 @@ def write_docs(report: dict[str, dict[str, Any]]) -> None:
              f"bytes: {row['us']} µs ({row['trails_left_out']} trail(s) left out)."
              for budget, row in report["render_us"].items()]
     block = "\n".join([BEGIN, *rows, END])
-    text = DOCS.read_text(encoding="utf-8")
-    if BEGIN not in text:
-        sys.exit(f"{DOCS} has no {BEGIN} ... {END} markers")
-    head, rest = text.split(BEGIN, 1)
-    DOCS.write_text(head + block + rest.split(END, 1)[1], encoding="utf-8")
+    write_block(DOCS, BEGIN, END, block)
 
 
 if __name__ == "__main__":

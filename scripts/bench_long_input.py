@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from bench_multilingual import build
+from docblock import write_block
 
 from memory_forest import operations
 
@@ -120,13 +121,7 @@ def markdown(report: dict) -> str:
 
 
 def write_docs(block: str) -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Long input, per turn\n\n" + block + "\n"
-    DOCS.write_text(text, encoding="utf-8")
+    write_block(DOCS, BEGIN, END, block, heading="Long input, per turn")
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from docblock import write_block
 from forestgen import write_document
 
 from memory_forest import operations, retrieve
@@ -230,13 +231,7 @@ def write_docs(report: dict[str, Any]) -> None:
             f"`{i}`" for i in report["nothing_with_trails"]["lexical"].split()) or "none")
         + ".",
         END])
-    text = DOCS.read_text(encoding="utf-8")
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Multilingual mini-benchmark\n\n" + block + "\n"
-    DOCS.write_text(text, encoding="utf-8")
+    write_block(DOCS, BEGIN, END, block, heading="Multilingual mini-benchmark")
 
 
 def main() -> None:

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from bench_scale import CLI_ENV, fixed_queries, our_executable, prepared_forest
+from docblock import write_block
 
 from memory_forest import operations, semantic, semantic_state
 from memory_forest.statefiles import index_path, state_dir, vectors_path
@@ -241,12 +242,7 @@ def render(report: dict) -> str:
 
 
 def write_docs(table: str) -> None:
-    text = DOCS_FILE.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        sys.exit(f"{DOCS_FILE} has no {BEGIN} ... {END} markers")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    DOCS_FILE.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}", encoding="utf-8")
+    write_block(DOCS_FILE, BEGIN, END, f"{BEGIN}\n{table}\n{END}")
 
 
 if __name__ == "__main__":

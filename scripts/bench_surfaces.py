@@ -47,6 +47,7 @@ from datetime import date
 from pathlib import Path
 
 from bench_scale import Zipf, backdate, percentile, plan_trees, question_set, vocabulary
+from docblock import write_block
 from forestgen import write_forest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -338,11 +339,7 @@ def write_docs(report: dict, argv: list[str]) -> None:
     command = shlex.join([".venv/bin/python", "scripts/bench_surfaces.py", *argv])
     block = "\n".join([BEGIN, machine_note(report), "", "```console", f"$ {command}", "```", "",
                        *table(report), END])
-    text = DOCS.read_text(encoding="utf-8")
-    if BEGIN not in text:
-        sys.exit(f"{DOCS} has no {BEGIN} marker to write between")
-    head, rest = text.split(BEGIN, 1)
-    DOCS.write_text(head + block + rest.split(END, 1)[1], encoding="utf-8")
+    write_block(DOCS, BEGIN, END, block)
 
 
 def main() -> None:

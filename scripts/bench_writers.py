@@ -53,6 +53,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import Zipf, backdate, plan_trees, vocabulary  # noqa: E402
+from docblock import write_block
 from forestgen import write_forest  # noqa: E402
 
 from memory_forest import operations  # noqa: E402
@@ -276,11 +277,7 @@ def write_concurrent(report: dict, argv: list[str]) -> None:
         "exit, and it and the wall are medians of the runs.", width=78)
     block = "\n".join([BEGIN, note, "", "```console", f"$ {command}", "```", "",
                        *concurrent_table(report), END])
-    text = DOCS.read_text(encoding="utf-8")
-    if BEGIN not in text:
-        sys.exit(f"{DOCS} has no {BEGIN} marker to write between")
-    head, rest = text.split(BEGIN, 1)
-    DOCS.write_text(head + block + rest.split(END, 1)[1], encoding="utf-8")
+    write_block(DOCS, BEGIN, END, block)
 
 
 def main() -> None:
