@@ -21,11 +21,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from crashkit import structured_plan
 from forestkit import canonical_state
 
 from memory_forest import testhooks
-from memory_forest.digest import sha256_hex
-from memory_forest.writers.structured import structured_context
 
 JOURNAL = Path(".memory-forest/journal")
 RESTORE = "memory-forest doctor ROOT --repair --restore-journal"
@@ -59,18 +58,7 @@ def writer(root: Path, tmp_path: Path, kind: str) -> list:
              "source": "test-agent", "kind": "note", "payload": {"text": f"note {n}"}}) + "\n"
             for n in range(3)))
         return ["capture", root, "--file", source]
-    mtm = "03 mtm/kitchen/fermentation.md"
-    plan = {"schema_version": 1, "transaction_id": "double-fault",
-            "snapshot_sha256": structured_context(root, "kimchi")["snapshot_sha256"],
-            "changes": [
-                {"target": {"layer": "mtm", "tree": "kitchen", "branch": "fermentation"},
-                 "operation": "replace", "body": "Reviewed.",
-                 "preimage_sha256": sha256_hex((root / mtm).read_bytes())},
-                {"target": {"layer": "stm", "tree": "kitchen", "branch": "fermentation",
-                            "leaf": "kimchi-batch-8"}, "operation": "create", "body": "New.",
-                 "frontmatter": {"title": "Kimchi batch 8"}, "supersedes": "stm-kimchi-batch-7"},
-                {"target": {"layer": "stm", "tree": "garden", "branch": "beds", "leaf": "a"},
-                 "operation": "create", "body": "Bed.", "frontmatter": {"title": "Bed A"}}]}
+    plan = structured_plan(root, "double-fault")
     source = tmp_path / "plan.json"
     source.write_text(json.dumps(plan))
     return ["apply-structured", root, source]

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from crashkit import structured_plan
 from writerkit import assert_whole, event, istm_records, jsonl, state, write_json
 
 from memory_forest import lock, operations, testhooks
@@ -26,7 +27,6 @@ from memory_forest.digest import sha256_hex
 from memory_forest.errors import ForestError
 from memory_forest.writers import journal
 from memory_forest.writers.capture import capture_events, parse_input
-from memory_forest.writers.structured import structured_context
 
 STEPS = ["staged", "journaled", "writing", "written", "indexed", "receipted"]
 ROLLED_BACK = {"staged", "journaled", "writing"}
@@ -56,18 +56,7 @@ def writer_args(root: Path, tmp_path: Path, kind: str) -> list:
     if kind == "remember":  # a new leaf in a new branch: five files, two new directories
         return ["remember", root, "--tree", "kitchen", "--branch", "pickles", "--leaf", "dill",
                 "--title", "Dill pickles", "--content", "Brine at 5 percent."]
-    snapshot = structured_context(root, "kimchi")["snapshot_sha256"]
-    mtm = "03 mtm/kitchen/fermentation.md"
-    plan = {"schema_version": 1, "transaction_id": "sweep-crash", "snapshot_sha256": snapshot,
-            "changes": [
-                {"target": {"layer": "mtm", "tree": "kitchen", "branch": "fermentation"},
-                 "operation": "replace", "body": "Reviewed.",
-                 "preimage_sha256": sha256_hex((root / mtm).read_bytes())},
-                {"target": {"layer": "stm", "tree": "kitchen", "branch": "fermentation",
-                            "leaf": "kimchi-batch-8"}, "operation": "create", "body": "New.",
-                 "frontmatter": {"title": "Kimchi batch 8"}, "supersedes": "stm-kimchi-batch-7"},
-                {"target": {"layer": "stm", "tree": "garden", "branch": "beds", "leaf": "a"},
-                 "operation": "create", "body": "Bed.", "frontmatter": {"title": "Bed A"}}]}
+    plan = structured_plan(root, "sweep-crash")
     return ["apply-structured", root, write_json(tmp_path / "plan.json", plan)]
 
 

@@ -19,24 +19,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from crashkit import REMEMBER, cli
 from writerkit import assert_whole, state
 
-from memory_forest import operations, testhooks
+from memory_forest import operations
 
-REMEMBER = ["--tree", "kitchen", "--branch", "pickles", "--leaf", "dill", "--title",
-            "Dill pickles", "--content", "Brine at 5 percent."]
 MANIFEST = Path(".memory-forest/journal/manifest.json")
 
 
-def cli(*args, crash: str | None = None) -> tuple[int, dict]:
-    env = dict(os.environ)
-    env.pop(testhooks.CRASH_ENV, None)
-    if crash:
-        env[testhooks.CRASH_ENV] = crash
-    proc = subprocess.run([sys.executable, "-m", "memory_forest", *map(str, args), "--json"],
-                          capture_output=True, text=True, env=env, timeout=60)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, (json.loads(proc.stdout) if proc.stdout.strip() else {})
 
 
 def corrupt_journal(root: Path, crash: str) -> tuple[list[str], bytes]:

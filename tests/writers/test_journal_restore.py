@@ -10,30 +10,15 @@ flag needs ``--repair`` and excludes ``--set-aside-journal``.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from crashkit import REMEMBER, cli
 from writerkit import assert_whole, state
 
-from memory_forest import testhooks
-
-REMEMBER = ["--tree", "kitchen", "--branch", "pickles", "--leaf", "dill", "--title",
-            "Dill pickles", "--content", "Brine at 5 percent."]
 JOURNAL = Path(".memory-forest/journal")
 
 
-def cli(*args, crash: str | None = None) -> tuple[int, dict]:
-    env = dict(os.environ)
-    env.pop(testhooks.CRASH_ENV, None)
-    if crash:
-        env[testhooks.CRASH_ENV] = crash
-    proc = subprocess.run([sys.executable, "-m", "memory_forest", *map(str, args), "--json"],
-                          capture_output=True, text=True, env=env, timeout=60)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, (json.loads(proc.stdout) if proc.stdout.strip() else {})
 
 
 def crash_remember(root: Path, step: str = "written") -> tuple[dict, bytes]:
