@@ -126,8 +126,8 @@ BREAKAGES: tuple[Breakage, ...] = (
     ),
     Breakage(
         "redaction disabled", "writers/redact.py",
-        (("    found = spans(text)\n    if not found:\n        return text\n",
-          "    found = []\n    if not found:\n        return text\n"),),
+        (("        found = spans(text)\n        if not found:\n            return text\n",
+          "        found = []\n        if not found:\n            return text\n"),),
         ("tests/writers/test_redact.py", "tests/writers/test_redaction_writers.py"),
     ),
     Breakage(
