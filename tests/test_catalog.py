@@ -119,13 +119,12 @@ def test_library_results_validate_against_the_result_models(shared_example, exam
         root = example_forest if operation.writes else shared_example
         outcome = call(root, name, arguments)
         assert outcome["ok"] is True and outcome["operation"] == name, outcome
-        result_model = getattr(schemas, operation.result)
-        result_model.model_validate(outcome)
+        schemas.validate(operation.result, outcome)
         assert outcome.get("count", 1) >= 1
         if operation.writes:  # an exact retry answers from the receipt, same shape
             again = call(root, name, arguments)
             assert again["already_applied"] is True and outcome["already_applied"] is False
-            result_model.model_validate(again)
+            schemas.validate(operation.result, again)
 
 
 def test_write_arguments_leave_the_event_and_name_checks_to_the_library():
@@ -171,7 +170,7 @@ def test_gate_receipts_validate_against_the_receipt_model(shared_example, empty_
 
 
 def generated_receipt_schema() -> str:
-    return json.dumps(gate_receipt.GateReceipt.model_json_schema(), indent=2, sort_keys=True,
+    return json.dumps(gate_receipt.json_schema(), indent=2, sort_keys=True,
                       ensure_ascii=False) + "\n"
 
 
@@ -181,7 +180,7 @@ def test_published_gate_receipt_schema_matches_the_model():
 
 
 def test_the_receipt_error_codes_are_the_gate_messages():
-    schema = gate_receipt.GateReceipt.model_json_schema()
+    schema = gate_receipt.json_schema()
     assert schema["$defs"]["GateError"]["properties"]["code"]["enum"] == list(gate.MESSAGES)
 
 
@@ -199,7 +198,7 @@ def test_mcp_tools_are_the_catalog_projected():
     for operation in TOOLS.values():
         tool = tools[operation.name]
         assert tool["inputSchema"] == arguments_model(operation).model_json_schema()
-        assert tool["outputSchema"] == getattr(schemas, operation.result).model_json_schema()
+        assert tool["outputSchema"] == schemas.output_schema(operation.result)
         assert tool["description"] == operation.tool
         assert tool["annotations"]["readOnlyHint"] is not operation.writes
         assert tool["annotations"]["openWorldHint"] is False

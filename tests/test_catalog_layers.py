@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_forest import catalog, cli
+from memory_forest import catalog, cli, schemas
 
 REPO = Path(__file__).resolve().parents[1]
 CATALOG_DIR = REPO / "src" / "memory_forest" / "catalog"
@@ -57,7 +57,8 @@ def declared_references() -> set[str]:
         if operation.call is not None:
             found.add(operation.call)
         if operation.result is not None:
-            found.add(f"{PACKAGE}.schemas:{operation.result}")
+            home = "schemas" if hasattr(schemas, operation.result) else "results"
+            found.add(f"{PACKAGE}.{home}:{operation.result}")
         for param in (*operation.params, catalog.ROOT):
             values = (param.reader, param.parser, param.tool_type, param.tool_max,
                       param.max_bytes, param.choices, *param.schema.values())

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_forest import operations
+from memory_forest import operations, schemas
 from memory_forest.credentials import line_findings
 from memory_forest.mergedriver import merge as merge_daily
 from memory_forest.retrieve import retrieve
-from memory_forest.schemas import SyncResult
 from memory_forest.sync import sync
 from memory_forest.writers.capture import capture_events
 from memory_forest.writers.remember import remember
@@ -130,7 +129,7 @@ def test_two_machines_share_facts_and_every_event_once(pair, monkeypatch) -> Non
         assert audit_errors(root) == []
     assert sorted(event_ids(a)) == sorted(event_ids(b))
     for outcome in (pushed, merged):
-        SyncResult.model_validate(outcome)
+        schemas.validate("SyncResult", outcome)
     assert canonical(a) == canonical(b)
     # Derived state never travels: of .memory-forest/ only the config is in the remote.
     state = [path for path in remote_paths(remote) if path.startswith(".memory-forest/")]
@@ -267,7 +266,7 @@ def test_dry_run_changes_nothing(pair, monkeypatch) -> None:
     status, remote_head = git(a, "status", "--porcelain"), git(remote, "rev-parse", "HEAD")
     shown = sync(a, dry_run=True)
     assert shown["ok"] and shown["dry_run"]
-    SyncResult.model_validate(shown)
+    schemas.validate("SyncResult", shown)
     assert any(path.endswith("compost-bin.md") for path in shown["would_commit"])
     assert shown["incoming"]["commits"] == 1
     assert any(path.endswith("rain-barrel.md") for path in shown["incoming"]["paths"])

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_forest import operations
+from memory_forest import operations, schemas
 from memory_forest.retrieve import retrieve
 from memory_forest.routes import parse_route
-from memory_forest.schemas import StatusResult, SyncResult
 from memory_forest.sync import sync
 from memory_forest.writers.capture import capture_events
 from memory_forest.writers.remember import remember
@@ -76,7 +75,7 @@ def both_changed(monkeypatch, a: Path, b: Path, rel: str, old: str) -> dict:
     machine(monkeypatch, "alpha")
     merged = sync(a)
     assert merged["ok"] and merged["pushed"], merged
-    SyncResult.model_validate(merged)
+    schemas.validate("SyncResult", merged)
     machine(monkeypatch, "beta")
     assert sync(b)["ok"]
     return merged
@@ -107,7 +106,7 @@ def test_a_record_changed_on_both_sides_gets_a_copy_beside_it(example_pair, monk
         assert "BETA-VERSION" in text and f'conflict_of: "{rel}"' in text
         clean(root)
         status = operations.status(root)
-        StatusResult.model_validate(status)
+        schemas.validate("StatusResult", status)
         assert status["conflict_copies"] == [copy]
     assert canonical(a) == canonical(b)
     # The copy is indexed as a document of its own, never an owner: every trail through
@@ -291,7 +290,7 @@ def test_sync_without_a_repository_commits_locally_then_gains_a_remote(tmp_path:
     remember(root, content="The shed key hangs by the door.", title="Shed key")
     code, first = cli("sync", root)
     assert code == 0 and first["ok"], first
-    SyncResult.model_validate(first)
+    schemas.validate("SyncResult", first)
     assert first["created"] and first["remote"] is None and first["pushed"] is False
     assert first["committed"]["files"] > 0
     assert git(root, "status", "--porcelain") == ""
@@ -335,7 +334,7 @@ def test_two_forests_created_apart_join_through_one_remote(tmp_path: Path,
     # B joins with the CLI, as a person would: the same URL, its own forest.
     code, joined = cli("sync", b, "--init", remote, env={"MEMORY_FOREST_HOST": "beta"})
     assert code == 0 and joined["ok"] and joined["pushed"], joined
-    SyncResult.model_validate(joined)
+    schemas.validate("SyncResult", joined)
     kinds = {conflict["path"]: conflict for conflict in joined["conflicts"]}
     assert kinds[".memory-forest/forest.json"]["kind"] == "kept_ours"
     leaf = "04 stm/inbox/inbox/pump-valve.md"

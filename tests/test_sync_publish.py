@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_forest import operations
+from memory_forest import operations, schemas
 from memory_forest.config import load_config
 from memory_forest.publishing import allowed_attachment, opted_in, path_reason
-from memory_forest.schemas import SyncResult
 from memory_forest.sync import sync
 from memory_forest.writers.remember import remember
 from tests.conftest import raises_code
@@ -103,7 +102,7 @@ def test_only_memory_leaves_the_machine(pair, tmp_path: Path) -> None:
 
     code, synced = cli("alpha", "sync", a)
     assert code == 0 and synced["pushed"], synced
-    SyncResult.model_validate(synced)
+    schemas.validate("SyncResult", synced)
     assert reasons(synced["left_local"]) == dropped
     published = tree(remote)
     assert not published & set(dropped)
@@ -170,7 +169,7 @@ def test_a_tracked_path_the_forest_does_not_own_stops_being_tracked(pair) -> Non
     assert code == 0 and reasons(dry["stop_tracking"]) == {"notes.txt": "outside_layers",
                                                            "04 stm/etc": "symlink"}
     assert dry["would_commit"] == []
-    SyncResult.model_validate(dry)
+    schemas.validate("SyncResult", dry)
     code, synced = cli("alpha", "sync", a)
     assert code == 0 and synced["pushed"], synced
     assert reasons(synced["stopped_tracking"]) == {"notes.txt": "outside_layers",
@@ -205,8 +204,8 @@ def test_what_the_other_machine_committed_by_hand_is_not_checked_out(pair) -> No
     code, merged = cli("alpha", "sync", a)
     assert code == 0 and merged["pulled"]["commits"] == 1, merged
     assert reasons(merged["pulled"]["not_checked_out"]) == expected
-    SyncResult.model_validate(dry)
-    SyncResult.model_validate(merged)
+    schemas.validate("SyncResult", dry)
+    schemas.validate("SyncResult", merged)
     for path in hand:
         assert not os.path.lexists(a / path), path
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from gitkit import canonical_files, git
 
-from memory_forest import operations
-from memory_forest.schemas import StatusResult
+from memory_forest import operations, schemas
 from memory_forest.sync import SYNC_FILES, sync
 from memory_forest.syncsafety import unsafe_path
 from memory_forest.writers.remember import remember
@@ -129,7 +128,7 @@ def test_cli_reports_one_json_object_and_status_names_the_commit(shared, tmp_pat
     assert answer["error"]["details"]["commit"] == hostile
     assert "Traceback" not in done.stderr
     status = run_cli("status", a, "--json").json()
-    StatusResult.model_validate(status)
+    schemas.validate("StatusResult", status)
     assert status["git"]["damaged"][0]["commit"] == hostile
     assert "reset the remote branch" in status["next_step"]
 

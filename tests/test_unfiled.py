@@ -177,7 +177,7 @@ def test_the_cli_prints_unfiled_after_trails(example):
     out = capture(example)
     code, outcome = run_json("retrieve", os.fspath(example), "boiler service")
     assert code == 0
-    schemas.RetrieveResult.model_validate(outcome)
+    schemas.validate("RetrieveResult", outcome)
     assert [u["event_id"] for u in outcome["unfiled"]] == out["event_ids"]
     assert set(outcome["unfiled"][0]) == UNFILED_KEYS
     code, outcome = run_json("retrieve", os.fspath(example), "boiler service", "--no-unfiled")

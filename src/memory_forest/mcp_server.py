@@ -4,9 +4,10 @@ One tool per catalog operation that has a tool description, bound to one
 forest root chosen when the server starts. Each tool publishes the JSON
 Schema of its arguments (a strict, closed model generated from the
 operation's parameters, ``arguments_model``) and of its result (the
-``schemas`` model the operation names), MCP annotations (``readOnlyHint``
-and, for a writer, ``destructiveHint`` from the catalog, and a closed world:
-the forest is local), and answers a success with structured content.
+``results`` shape the operation names, through ``schemas.output_schema``),
+MCP annotations (``readOnlyHint`` and, for a writer, ``destructiveHint``
+from the catalog, and a closed world: the forest is local), and answers a
+success with structured content.
 
 A failure is a tool error (``isError: true``) with one text block: the
 same ``{"ok": false, "operation", "error": {"code", "message", "details"}}``
@@ -90,7 +91,7 @@ def tool_listing(operation: Operation) -> dict[str, Any]:
 
     return {"name": operation.name, "title": operation.title, "description": operation.tool,
             "inputSchema": arguments_model(operation).model_json_schema(),
-            "outputSchema": getattr(schemas, operation.result).model_json_schema()}
+            "outputSchema": schemas.output_schema(operation.result)}
 
 
 def arguments_model(operation: Operation) -> Any:

@@ -113,7 +113,7 @@ def test_consolidate_then_accept_files_the_event_and_nothing_is_proposed_twice(e
     assert accepted["status"] == "accepted" and accepted["proposal_id"] == \
         proposal["proposal_id"]
     assert accepted["transaction_id"] == proposal["transaction_id"]
-    schemas.ProposalAcceptResult.model_validate(accepted)
+    schemas.validate("ProposalAcceptResult", accepted)
 
     daily = (example / "05 daily/2026-12-01.md").read_text()
     assert f"## {entry['entry_id']}\n\n{BOILER}\n\nSources: `{pointer}`" in daily
@@ -142,7 +142,7 @@ def test_a_rejected_proposal_keeps_its_sources_out_of_the_next_one(example):
     before = state(example)
     rejected = proposals.reject(example, proposal["proposal_id"], reason="wrong place")
     assert rejected["status"] == "rejected" and rejected["already_rejected"] is False
-    schemas.ProposalRejectResult.model_validate(rejected)
+    schemas.validate("ProposalRejectResult", rejected)
     after = state(example)
     shard, _, event_id = rejected["decision"].partition("#")
     assert {path for path in after if after[path] != before.get(path)} == {shard}
@@ -422,27 +422,27 @@ def test_the_cli_consolidates_lists_and_accepts(example, tmp_path):
 def test_the_tools_answer_with_their_result_models(example):
     pointer = capture(example, BOILER, "boiler-1")
     made = call(example, "consolidate", {"limit": 50})
-    schemas.ConsolidateResult.model_validate(made)
+    schemas.validate("ConsolidateResult", made)
     proposal_id = made["proposal"]["proposal_id"]
     entry_id = entry_for(made["proposal"], pointer)["entry_id"]
-    schemas.ProposalsListResult.model_validate(call(example, "proposals_list", {}))
-    schemas.ProposalShowResult.model_validate(
+    schemas.validate("ProposalsListResult", call(example, "proposals_list", {}))
+    schemas.validate("ProposalShowResult",
         call(example, "proposals_show", {"proposal_id": proposal_id}))
     accepted = call(example, "proposals_accept", {"proposal_id": proposal_id,
                                                  "summaries": {entry_id: "Serviced."}})
     assert accepted["ok"], accepted
-    schemas.ProposalAcceptResult.model_validate(accepted)
+    schemas.validate("ProposalAcceptResult", accepted)
     again = call(example, "proposals_accept", {"proposal_id": proposal_id,
                                               "summaries": {entry_id: "Serviced."}})
     assert again["already_applied"] is True
-    schemas.ProposalAcceptResult.model_validate(again)
+    schemas.validate("ProposalAcceptResult", again)
     nothing = call(example, "consolidate", {})
     assert nothing["ok"] and nothing["proposal"] is None
-    schemas.ConsolidateResult.model_validate(nothing)
+    schemas.validate("ConsolidateResult", nothing)
     capture(example, "The cellar door hinge squeaks again.", "hinge-1")
     other = call(example, "consolidate", {})["proposal"]["proposal_id"]
     rejected = call(example, "proposals_reject", {"proposal_id": other, "reason": "noise"})
-    schemas.ProposalRejectResult.model_validate(rejected)
+    schemas.validate("ProposalRejectResult", rejected)
     wrong = call(example, "proposals_accept", {"proposal_id": other, "summaries": [1]})
     assert wrong["ok"] is False and wrong["error"]["code"] == "summaries_invalid"
 

@@ -378,10 +378,10 @@ def test_a_secret_never_names_a_placed_leaf(example_forest):
 def test_placed_results_validate_against_the_published_model(example_forest):
     from memory_forest import operations, schemas
 
-    schemas.RememberResult.model_validate(remember(example_forest, content="Boiler."))
+    schemas.validate("RememberResult", remember(example_forest, content="Boiler."))
     operations.index(example_forest)
-    schemas.RememberResult.model_validate(remember(example_forest, content="Kimchi batch.",
-                                                   dry_run=True))
+    schemas.validate("RememberResult",
+                     remember(example_forest, content="Kimchi batch.", dry_run=True))
     with pytest.raises(ValueError):  # a preview is not a receipt, nor the reverse
-        schemas.RememberResult.model_validate({"ok": True, "operation": "remember",
-                                               "schema_version": 1, "dry_run": True})
+        schemas.validate("RememberResult", {"ok": True, "operation": "remember",
+                                            "schema_version": 1, "dry_run": True})

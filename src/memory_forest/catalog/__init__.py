@@ -112,7 +112,8 @@ class Operation:
     it (``cli.SURFACE_COMMANDS``). ``render`` names the function of
     ``render`` that shows a result to a person. ``tool`` is the description an
     agent reads (an operation without one is not an MCP tool); ``result`` is
-    the ``schemas`` model of its result. ``direct`` operations print their own
+    the name of its result's shape in ``results`` (``schemas`` for the two
+    that embed a stored proposal). ``direct`` operations print their own
     output and return the exit code (the gate answers a host, not a person).
     """
 
