@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .digest import sha256_hex
 from .errors import ForestError, usage_error
@@ -19,12 +19,15 @@ from .retrieve import check, node_of
 from .store import lookups
 from .store.lookups import Node
 
+if TYPE_CHECKING:
+    from .results import OpenResult
+
 SOURCE_LAYERS = (5, 6)  # Daily and ISTM: raw sources, opened only when asked for by name
 _EXTENSIONS = (".md", ".jsonl")  # what a wikilink-style name without extension may mean
 
 
 def open_document(forest: Forest | str | Path, path: str, allow_source_layers: bool = False
-                  ) -> dict[str, Any]:
+                  ) -> OpenResult:
     """The current bytes of one document, named by path, path without extension, or id.
 
     A name is tried as a canonical path (``routes.parse_route``), then with

@@ -20,6 +20,7 @@ from .lockline import DEFAULT_WAIT
 
 if TYPE_CHECKING:
     from .checks import Checked
+    from .results import StatusResult
 
 # --- init -----------------------------------------------------------------------------------
 
@@ -411,7 +412,7 @@ _NEXT_STEP = {
 }
 
 
-def status(forest: Forest | str | Path) -> dict[str, Any]:
+def status(forest: Forest | str | Path) -> StatusResult:
     """A short readiness summary for an agent: can memory be consulted right now?
 
     ``ready`` is true when the index exists and can be read, so route,

@@ -7,7 +7,7 @@ Where the output goes (a terminal or not) and how rows are laid out is
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import render_writes
 from .terminal import (
@@ -21,6 +21,19 @@ from .terminal import (
     pairs,
     problem_line,
 )
+
+if TYPE_CHECKING:
+    from .results import (
+        Node,
+        OpenResult,
+        RetrieveResult,
+        RouteResult,
+        SearchResult,
+        Semantic,
+        StatsResult,
+        StatusResult,
+        Unfiled,
+    )
 
 
 def render(outcome: dict[str, Any], style: str = "generic") -> None:
@@ -169,7 +182,7 @@ def _problems(outcome: dict[str, Any]) -> None:
                    "until their errors are fixed; 'memory-forest validate ROOT' checks them")
 
 
-def _results(outcome: dict[str, Any]) -> None:
+def _results(outcome: RouteResult | SearchResult) -> None:
     if not outcome["results"]:
         out.print("no matches")
     for number, item in enumerate(outcome["results"], start=1):
@@ -184,7 +197,7 @@ def _results(outcome: dict[str, Any]) -> None:
                            emoji=False)
 
 
-def _file_notes(node: dict[str, Any]) -> list[str]:
+def _file_notes(node: Node) -> list[str]:
     """What a re-hash found about a node's file, as short words for a listing."""
     if node.get("missing"):
         return ["file missing"]
@@ -197,7 +210,7 @@ def _file_notes(node: dict[str, Any]) -> list[str]:
     return []
 
 
-def _trails(outcome: dict[str, Any]) -> None:
+def _trails(outcome: RetrieveResult) -> None:
     if not outcome["trails"] and not outcome.get("unfiled"):
         out.print("no evidence in memory for this query")
     for number, trail in enumerate(outcome["trails"], start=1):
@@ -224,7 +237,7 @@ def _trails(outcome: dict[str, Any]) -> None:
     _unfiled(outcome.get("unfiled", []))
 
 
-def _unfiled(items: list[dict[str, Any]]) -> None:
+def _unfiled(items: list[Unfiled]) -> None:
     """Raw captures after the trails, by path and id only: unreviewed, never a trail."""
     if not items:
         return
@@ -289,7 +302,7 @@ def _maintain(outcome: dict[str, Any]) -> None:
                    f"{escape(error['message'])}")
 
 
-def _open(outcome: dict[str, Any]) -> None:
+def _open(outcome: OpenResult) -> None:
     notes = [outcome["status"]] if outcome["status"] != "active" else []
     notes += _file_notes(outcome)
     flag = f" [yellow]({', '.join(notes)})[/]" if notes else ""
@@ -298,7 +311,7 @@ def _open(outcome: dict[str, Any]) -> None:
     out.print(body_text(outcome["body"]), markup=False, highlight=False, emoji=False)
 
 
-def _status(outcome: dict[str, Any]) -> None:
+def _status(outcome: StatusResult) -> None:
     rows = [("ready", "[green]yes[/]" if outcome["ready"] else "[red]no[/]"),
             ("index", _describe(outcome["index"])), ("documents", str(outcome["documents"])),
             ("lock", _describe(outcome["lock"]))]
@@ -312,7 +325,7 @@ def _status(outcome: dict[str, Any]) -> None:
     pairs(rows)
 
 
-def _semantic(coverage: dict[str, Any]) -> str:
+def _semantic(coverage: Semantic) -> str:
     if not coverage["enabled"]:
         return "off ('memory-forest index ROOT --semantic' turns it on)"
     if coverage["state"] in ("semantic_unavailable", "semantic_model_mismatch"):
@@ -324,7 +337,7 @@ def _semantic(coverage: dict[str, Any]) -> str:
     return f"on, {coverage['documents']} of {coverage['embeddable']} documents embedded"
 
 
-def _stats(outcome: dict[str, Any]) -> None:
+def _stats(outcome: StatsResult) -> None:
     rows = [[row["dir"], str(row["files"]), str(row["indexed"])] for row in outcome["layers"]]
     rows.append(["[bold]all[/]", str(outcome["files"]), str(outcome["indexed"])])
     if out.is_terminal:

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .terminal import MAX_LISTED_ISSUES, err, escape, grid, out, problem_line
 
+if TYPE_CHECKING:
+    from .results import (
+        Placement,
+        ProposalRejectResult,
+        ProposalsListResult,
+        RememberPreview,
+        RememberResult,
+        SyncLeft,
+        SyncResult,
+        WriteResult,
+    )
+    from .schemas import ConsolidateResult, ProposalShowResult
 
-def receipt(outcome: dict[str, Any]) -> None:
+
+def receipt(outcome: WriteResult | RememberResult) -> None:
     """Every writer: what changed, under which transaction, and the operation's own facts."""
     if outcome.get("dry_run"):
         _remember_preview(outcome)
@@ -41,7 +54,7 @@ def receipt(outcome: dict[str, Any]) -> None:
         _placement(outcome["placement"])
 
 
-def _remember_preview(outcome: dict[str, Any]) -> None:
+def _remember_preview(outcome: RememberPreview) -> None:
     what = "a new leaf" if outcome["created"] else "the existing leaf"
     out.print(f"remember [yellow]dry run[/]: nothing written; the fact would go to {what}")
     out.print(f"  {escape(outcome['path'])}")
@@ -49,7 +62,7 @@ def _remember_preview(outcome: dict[str, Any]) -> None:
         _placement(outcome["placement"])
 
 
-def _placement(placement: dict[str, Any]) -> None:
+def _placement(placement: Placement) -> None:
     """Where a placed fact went and why: the branch, its score, the rule."""
     reason = placement["reason"]
     matched = f"{len(reason['matched_terms'])} of {reason['terms']} words"
@@ -66,7 +79,7 @@ def _placement(placement: dict[str, Any]) -> None:
 
 
 
-def consolidate(outcome: dict[str, Any]) -> None:
+def consolidate(outcome: ConsolidateResult) -> None:
     proposal = outcome["proposal"]
     if proposal is None:
         out.print(f"{escape(outcome['message'] or 'nothing to consolidate')}")
@@ -115,7 +128,7 @@ def _proposal_text(proposal: dict[str, Any]) -> None:
         out.print(f"  [bold]{escape(item['source']['pointer'])}[/] {target(item['placement'])}")
 
 
-def proposal(outcome: dict[str, Any]) -> None:
+def proposal(outcome: ProposalShowResult) -> None:
     proposal, counts = outcome["proposal"], outcome["counts"]
     decided = f", {proposal['status']} {proposal['decided_at']}" if proposal["decided_at"] else ""
     out.print(f"proposal {escape(proposal['proposal_id'])} [bold]{proposal['status']}[/] "
@@ -127,7 +140,7 @@ def proposal(outcome: dict[str, Any]) -> None:
     _proposal_text(proposal)
 
 
-def proposals(outcome: dict[str, Any]) -> None:
+def proposals(outcome: ProposalsListResult) -> None:
     if not outcome["proposals"]:
         out.print("no proposals")
     rows = [[escape(row["proposal_id"]), escape(row["created_at"][:16].replace("T", " ")),
@@ -139,7 +152,7 @@ def proposals(outcome: dict[str, Any]) -> None:
         err.print(f"[yellow]unreadable[/] {escape(item['path'])} ({escape(item['code'])})")
 
 
-def rejected(outcome: dict[str, Any]) -> None:
+def rejected(outcome: ProposalRejectResult) -> None:
     again = " (it already was; nothing changed)" if outcome["already_rejected"] else ""
     out.print(f"rejected proposal {escape(outcome['proposal_id'])}{again}: its "
                f"{outcome['counts']['sources']} source(s) will not be proposed again")
@@ -147,7 +160,7 @@ def rejected(outcome: dict[str, Any]) -> None:
         out.print(f"  decision recorded in {escape(outcome['decision'])}")
 
 
-def sync(outcome: dict[str, Any]) -> None:
+def sync(outcome: SyncResult) -> None:
     if outcome["dry_run"]:
         would = outcome.get("would_commit") or []
         out.print(f"would commit {len(would)} file(s)" + ("" if not outcome["created"]
@@ -182,7 +195,7 @@ def sync(outcome: dict[str, Any]) -> None:
     out.print(f"sync [green]ok[/]: {pushed} ({outcome['seconds']} s)")
 
 
-def _left(outcome: dict[str, Any]) -> None:
+def _left(outcome: SyncResult) -> None:
     """One short line per kind of path sync keeps to this machine."""
     incoming = outcome.get("pulled") or outcome.get("incoming") or {}
     for key, what in (("left_local", "left local (not the forest's)"),
@@ -192,7 +205,7 @@ def _left(outcome: dict[str, Any]) -> None:
     _left_line(incoming.get("not_checked_out"), "not checked out from the remote")
 
 
-def _left_line(found: dict[str, Any] | None, what: str) -> None:
+def _left_line(found: SyncLeft | None, what: str) -> None:
     if not found or not found["count"]:
         return
     shown = ", ".join(escape(entry["path"]) for entry in found["paths"][:3])

@@ -22,7 +22,7 @@ import re
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .digest import sha256_hex
 from .errors import ForestError, usage_error
@@ -40,6 +40,9 @@ from .stamps import from_ns, seconds, utc_stamp
 from .store import lookups
 from .store.lookups import Node
 from .text import query_terms
+
+if TYPE_CHECKING:
+    from .results import RetrieveResult, RouteResult, SearchResult
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
@@ -143,7 +146,7 @@ def node_of(row: Node) -> dict[str, Any]:
 
 
 def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
-          layer: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
+          layer: list[str] | None = None, strict: bool = False) -> RouteResult:
     """Candidates whose path or title matches: where in the forest to look."""
     from .envelope import result
 
@@ -160,7 +163,7 @@ def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
 
 def search(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
            layer: list[str] | None = None, include_body: bool = False,
-           strict: bool = False) -> dict[str, Any]:
+           strict: bool = False) -> SearchResult:
     """Documents whose body matches. Bodies only with ``include_body``: the current bytes."""
     from .envelope import result
 
@@ -258,7 +261,7 @@ class _Trail:
 def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
              query_plan: Any = None, strict: bool = False, no_unfiled: bool = False,
              since: str | None = None, until: str | None = None,
-             lexical: bool = False) -> dict[str, Any]:
+             lexical: bool = False) -> RetrieveResult:
     """Root-first trails XLTM -> LTM -> MTM -> STM for a query, checked against the files,
     then the unfiled captures that match it.
 

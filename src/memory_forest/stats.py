@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .forest import Forest
 
+if TYPE_CHECKING:
+    from .results import StatsResult
 
-def stats(forest: Forest | str | Path) -> dict[str, Any]:
+
+def stats(forest: Forest | str | Path) -> StatsResult:
     from . import index
     from .envelope import result
     from .errors import ForestError

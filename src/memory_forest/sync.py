@@ -35,7 +35,7 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import publishing, syncconflicts
 from .config import load_config
@@ -50,6 +50,9 @@ from .syncsafety import refuse_index_lock, refuse_unsafe
 from .syncscan import scan
 from .syncsettle import settle
 from .testhooks import crash_point
+
+if TYPE_CHECKING:
+    from .results import SyncResult
 
 DEFAULT_REMOTE = "origin"
 # The files sync itself writes at the root: git's, not memory.
@@ -82,7 +85,7 @@ def gitignore() -> str:
 
 def sync(forest: Forest | str | Path, remote: str | None = None, init: str | None = None,
          dry_run: bool = False, allow_secrets: bool = False, wait: float = DEFAULT_WAIT
-         ) -> dict[str, Any]:
+         ) -> SyncResult:
     from . import gitrepo, lock
 
     lock.check_wait(wait)

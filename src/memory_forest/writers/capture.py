@@ -25,7 +25,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import chain
 from ..digest import sha256_hex
@@ -35,6 +35,9 @@ from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..lockline import DEFAULT_CAPTURE_WAIT
 from .redact import redact_value, refuse_secret_name
 from .transaction import Stage, transact
+
+if TYPE_CHECKING:
+    from ..results import CaptureResult
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 MAX_EVENTS = 100_000
@@ -274,7 +277,7 @@ def _stored(stage: Stage, path: str, event_id: str,
 
 def capture_events(forest: Forest | str | Path, events: list[dict[str, Any]],
                    transaction_id: str | None = None,
-                   wait: float = DEFAULT_CAPTURE_WAIT) -> dict[str, Any]:
+                   wait: float = DEFAULT_CAPTURE_WAIT) -> CaptureResult:
     """Capture events (from ``parse_input`` for a file or stdin, ``inline_events`` for a tool).
 
     The request a receipt binds is the list of events, so the same batch given

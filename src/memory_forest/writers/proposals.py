@@ -28,7 +28,7 @@ import datetime as dt
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..digest import sha256_hex
 from ..envelope import result
@@ -40,6 +40,9 @@ from ..lockline import DEFAULT_WAIT
 from ..safety import makedirs_private, read_regular, write_private
 from ..statefiles import PROPOSALS, proposal_rel, state_rel
 from . import receipts
+
+if TYPE_CHECKING:
+    from ..results import ProposalAcceptResult, ProposalRejectResult, ProposalsListResult
 
 MAX_PROPOSAL_BYTES = 16 * 1024 * 1024
 MAX_REASON = 2000
@@ -209,7 +212,7 @@ def _mark(root: Path, proposal: Any, status: str, reason: str | None = None) -> 
 # --- list, show -------------------------------------------------------------------------------
 
 
-def list_proposals(forest: Forest | str | Path, status: str | None = None) -> dict[str, Any]:
+def list_proposals(forest: Forest | str | Path, status: str | None = None) -> ProposalsListResult:
     if status is not None and status not in ("pending", "accepted", "rejected", "stale"):
         raise ForestError("proposal_status_invalid", "status is pending, accepted, rejected "
                           "or stale", exit_code=2)
@@ -232,7 +235,7 @@ def show(forest: Forest | str | Path, proposal_id: str) -> dict[str, Any]:
 
 
 def reject(forest: Forest | str | Path, proposal_id: str, reason: str | None = None,
-           wait: float = DEFAULT_WAIT) -> dict[str, Any]:
+           wait: float = DEFAULT_WAIT) -> ProposalRejectResult:
     """Record the refusal; the proposal's sources stay out of later proposals, everywhere.
 
     The refusal is canonical (an ISTM decision event, written in one transaction
@@ -308,7 +311,8 @@ def inline_summaries(value: Any) -> dict[str, str]:
 
 
 def accept(forest: Forest | str | Path, proposal_id: str,
-           summaries: dict[str, str] | None = None, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
+           summaries: dict[str, str] | None = None, wait: float = DEFAULT_WAIT
+           ) -> ProposalAcceptResult:
     """Apply a proposal in one transaction, then mark it accepted.
 
     ``summaries`` replaces the summaries of the proposal's new entries (the

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..forest import Forest
 from ..lockline import DEFAULT_WAIT
@@ -31,6 +31,9 @@ from .markdown import check_linkable, check_title, clean_text, neutralize
 from .receipts import now
 from .redact import Counts, redact_text, redact_value
 from .transaction import Stage, transact
+
+if TYPE_CHECKING:
+    from ..results import RememberResult
 
 MAX_CONTENT_BYTES = 256 * 1024
 INBOX_TITLE = "Inbox"
@@ -74,7 +77,7 @@ def remember(forest: Forest | str | Path, tree: str | None = None, branch: str |
              source: str = "memory-forest", tree_title: str | None = None,
              branch_title: str | None = None, tag: list[str] | None = None,
              append: bool = False, dry_run: bool = False,
-             transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
+             transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> RememberResult:
     """File ``content`` where the caller says (tree, branch and leaf), or where ``place`` finds
     it belongs; with ``dry_run`` only say where, writing nothing."""
     from ..errors import ForestError, usage_error
