@@ -1,19 +1,21 @@
-"""Every operation's result and its parts, declared once, as ``TypedDict``s.
+"""What the MCP tools and ``sync`` return, and the parts of it, declared once as ``TypedDict``s.
 
 The operation builds this dict and returns it; the renderers read its keys through
 the same names; ``schemas`` turns it into the JSON Schema that MCP publishes as the
 tool's output schema and that tests validate real results against. A field's
-description is the docstring under it.
+description is the docstring under it; a key that is not always present is
+``NotRequired``.
 
 Why ``TypedDict`` and not pydantic models: ``retrieve`` and the gate run every turn,
 and pydantic costs more to import than a whole lookup, so a result stays a plain dict
-and its shape is a stdlib type that the per-turn modules name under ``TYPE_CHECKING``
-only. ``typing_extensions`` supplies ``TypedDict`` because pydantic reads it on Python
-3.11 (the ``typing`` one only from 3.12). Pydantic reads attribute docstrings of the
-class itself but not of the ``TypedDict``s it extends, so ``schemas`` reads them all.
+and its shape is a type that only annotations name. Modules import these under
+``TYPE_CHECKING``, so no operation's process loads them. ``typing_extensions``
+supplies ``TypedDict`` because pydantic reads only that one on Python 3.11. Pydantic
+reads attribute docstrings of the class itself but not of the ``TypedDict``s it
+extends, so ``schemas`` reads them all.
 
-A key that is not always present is ``NotRequired``. The catalog names a tool's result
-by its name here (``result="RetrieveResult"``), so this package lists every result.
+The catalog names a tool's result by its name here (``result="RetrieveResult"``), so
+this package lists every result.
 """
 
 from .reading import (
