@@ -57,7 +57,7 @@ def declared_references() -> set[str]:
         if operation.call is not None:
             found.add(operation.call)
         if operation.result is not None:
-            home = "schemas" if hasattr(schemas, operation.result) else "results"
+            home = "schemas" if operation.result in schemas.PROPOSAL_RESULTS else "results"
             found.add(f"{PACKAGE}.{home}:{operation.result}")
         for param in (*operation.params, catalog.ROOT):
             values = (param.reader, param.parser, param.tool_type, param.tool_max,

@@ -82,10 +82,14 @@ UNION_HEADS = {"RememberResult": {
     "description": "The receipt of a write, or with dry_run the preview."}}
 
 
+# The results declared here rather than in ``results``.
+PROPOSAL_RESULTS = {"ConsolidateResult": ConsolidateResult,
+                    "ProposalShowResult": ProposalShowResult}
+
+
 def shape(name: str) -> Any:
     """The declared shape of the result the catalog names ``name``."""
-    local = {"ConsolidateResult": ConsolidateResult, "ProposalShowResult": ProposalShowResult}
-    return local[name] if name in local else getattr(results, name)
+    return PROPOSAL_RESULTS[name] if name in PROPOSAL_RESULTS else getattr(results, name)
 
 
 @cache
@@ -121,7 +125,7 @@ def describe(schema: dict[str, Any]) -> None:
 
 
 def _declared(title: str) -> type | None:
-    cls = globals().get(title) or getattr(results, title, None)
+    cls = PROPOSAL_RESULTS.get(title) or getattr(results, title, None)
     return cls if is_typeddict(cls) else None
 
 
