@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from writerkit import assert_whole, contents, daily_plan, write_json
 
+from memory_forest import schemas
 from memory_forest.documents import read_facts, split_frontmatter
 from memory_forest.errors import ForestError
 from memory_forest.routes import parse_route
@@ -28,6 +29,7 @@ def test_a_new_daily_record_with_anchored_entries(example_forest, tmp_path):
         entry("d-2", E2)])
     out = apply_daily(example_forest, write_json(tmp_path / "p.json", plan))
     assert out["ok"] and out["created"] and out["entries"] == ["d-1", "d-2"]
+    schemas.validate("WriteResult", out)
     rel = "05 daily/2026-11-30.md"
     assert anchors(example_forest, rel) == ["d-1", "d-2"]
     text = (example_forest / rel).read_text(encoding="utf-8")
@@ -78,6 +80,7 @@ def test_promote_into_a_new_branch(example_forest, tmp_path):
     rel = "04 stm/greenhouse/water/drip-notes.md"
     assert out["path"] == rel and out["created"]
     assert [d["disposition"] for d in out["dispositions"]] == ["promoted", "promoted"]
+    schemas.validate("WriteResult", out)
     meta, body, _ = split_frontmatter((example_forest / rel).read_text(encoding="utf-8"))
     assert meta["title"] == "Drip notes"
     assert meta["sources"] == ["05 daily/2026-11-28.md#d-20261128-drip",

@@ -7,7 +7,7 @@ import hashlib
 import pytest
 from writerkit import assert_whole, contents, write_json
 
-from memory_forest import operations
+from memory_forest import operations, schemas
 from memory_forest.documents import split_frontmatter
 from memory_forest.errors import ForestError
 from memory_forest.writers.structured import apply_structured, structured_context
@@ -73,6 +73,7 @@ def test_a_sweep_creates_replaces_supersedes_and_disposes(forest, tmp_path):
          "daily_entries": [{"entry_id": "d-20261128-tomato", "disposition": "promoted"}]},
     ]
     out = apply(forest, tmp_path, plan(forest, changes))
+    schemas.validate("WriteResult", out)
     assert [c["path"] for c in out["changes"]] == [
         "04 stm/kitchen/fermentation/kimchi-batch-8.md", MTM, "04 stm/garden/beds/bed-b.md"]
     assert {d["entry_id"]: d["disposition"] for d in out["dispositions"]} == {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from writerkit import assert_whole, contents
 
+from memory_forest import schemas
 from memory_forest.documents import split_frontmatter
 from memory_forest.errors import ForestError
 from memory_forest.writers.supersede import supersede
@@ -27,6 +28,7 @@ def test_supersede_marks_the_old_and_links_the_new(example_forest, tmp_path):
     out = supersede(example_forest, "stm-zaatar-blend", new_file(tmp_path))
     new_rel = "04 stm/kitchen/fermentation/zaatar-v2.md"
     assert out["path"] == new_rel and out["superseded"] == OLD
+    schemas.validate("WriteResult", out)
     old_meta, old_body, _ = split_frontmatter((example_forest / OLD).read_text())
     assert old_body == split_frontmatter(old_text)[1]  # history is not rewritten
     assert old_meta["status"] == "superseded" and old_meta["superseded_by"] == out["id"]

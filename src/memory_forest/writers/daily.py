@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ForestError
 from ..forest import Forest
@@ -19,6 +19,9 @@ from ..lockline import DEFAULT_WAIT
 from . import parents, plans
 from .markdown import body_of, clean_text, document, headings, neutralize
 from .transaction import Stage, transact
+
+if TYPE_CHECKING:
+    from ..results import WriteResult
 
 
 def entry_section(entry_id: str, summary: str, pointers: list[str]) -> str:
@@ -90,7 +93,7 @@ def add_sections(stage: Stage, date: str, sections: list[str]) -> tuple[str, boo
 
 
 def apply_daily(forest: Forest | str | Path, source: str,
-                wait: float = DEFAULT_WAIT) -> dict[str, Any]:
+                wait: float = DEFAULT_WAIT) -> WriteResult:
     plan = plans.load("daily", source)
     redactions = plans.redact_text(plan)
 

@@ -10,7 +10,7 @@ the route's titles.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ForestError
 from ..forest import Forest
@@ -22,8 +22,11 @@ from .markdown import neutralize
 from .redact import Counts, redact_text
 from .transaction import Stage, transact
 
+if TYPE_CHECKING:
+    from ..results import WriteResult
 
-def promote(forest: Forest | str | Path, source: str, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
+
+def promote(forest: Forest | str | Path, source: str, wait: float = DEFAULT_WAIT) -> WriteResult:
     plan = plans.load("promotion", source)
     route = plan.route
     tree, branch = ltm_path(route.tree), mtm_path(route.tree, route.branch)

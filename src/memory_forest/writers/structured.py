@@ -18,7 +18,7 @@ the writer adds the title heading, the ``Up:`` link and the child list.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..digest import sha256_hex
 from ..errors import ForestError
@@ -40,6 +40,9 @@ from .markdown import (
 )
 from .transaction import Stage, transact
 from .view import View, dump, snapshot_sha256
+
+if TYPE_CHECKING:
+    from ..results import WriteResult
 
 MAX_BODY_CHARS = 64 * 1024
 MAX_TOTAL_CHARS = 1024 * 1024
@@ -112,7 +115,7 @@ def target_path(target: Any) -> str:
 
 
 def apply_structured(forest: Forest | str | Path, source: str,
-                     wait: float = DEFAULT_WAIT) -> dict[str, Any]:
+                     wait: float = DEFAULT_WAIT) -> WriteResult:
     plan = plans.load("structured", source)
     redactions = plans.redact_text(plan)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ForestError
 from ..forest import Forest
@@ -22,6 +22,9 @@ from ..routes import mtm_path, parse_route, stm_path
 from . import parents
 from .markdown import check_linkable, check_title, clean_text, neutralize
 from .transaction import Stage, transact
+
+if TYPE_CHECKING:
+    from ..results import WriteResult
 
 MAX_FILE_BYTES = 1024 * 1024
 ALLOWED_KEYS = ("title", "tags", "sources")
@@ -69,7 +72,7 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
 
 
 def supersede(forest: Forest | str | Path, old_id: str, file: str,
-              transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
+              transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> WriteResult:
     from .redact import redact_value
 
     stem, meta, body = read_new_record(file)

@@ -15,7 +15,7 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import index, lock
 from ..digest import sha256_hex
@@ -29,6 +29,9 @@ from ..testhooks import crash_point
 from . import journal, receipts
 from .check import check
 from .view import View
+
+if TYPE_CHECKING:
+    from ..results import WriteResult
 
 
 class Stage:
@@ -73,7 +76,7 @@ Prepare = Callable[[Stage], None]
 
 
 def transact(forest: Forest | str | Path, operation: str, request: Any, transaction_id: str | None,
-             prepare: Prepare, wait: float = 0.0) -> dict[str, Any]:
+             prepare: Prepare, wait: float = 0.0) -> WriteResult:
     """Run one write transaction and return its receipt as a result.
 
     Every step reads the limits of the one ``forest``: its config is read once
