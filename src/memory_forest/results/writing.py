@@ -1,7 +1,8 @@
 """What the writers return: their receipts, remember's placement and the proposals' results.
 
 ``consolidate`` and ``proposals show`` embed the stored proposal, whose model belongs to
-the writers (``writers.plans.Proposal``), so their results are declared in ``schemas``.
+the writers (``writers.plans.Proposal``) and is above this layer, so their results are
+declared in ``schemas``.
 """
 
 from __future__ import annotations
