@@ -33,13 +33,14 @@ from ..envelope import result
 from ..errors import ForestError
 from ..forest import Forest, opened
 from ..lockline import DEFAULT_WAIT
+from ..text import slug
 from . import proposals
 from .redact import MARKER_PREFIX
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
 SUMMARY_CHARS = 240
-_SLUG_WORDS = 3
+ENTRY_FALLBACK = "entry"  # an entry id's words when the summary has none in ASCII
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[^\]\s]*\]?")  # a shortened one too
@@ -206,8 +207,8 @@ class _Proposal:
         """``d-YYYYMMDD-<first words>``, numbered when taken (in Daily or any proposal)."""
         from .redact import find_secret
 
-        words = slug(unmarked(summary))
-        base = f"d-{day.replace('-', '')}-{'entry' if find_secret(words) else words}"
+        words = slug(unmarked(summary), ENTRY_FALLBACK, ascii_only=True)
+        base = f"d-{day.replace('-', '')}-{ENTRY_FALLBACK if find_secret(words) else words}"
         number, candidate = 1, base
         while candidate in self.reserved or self.view.entry_paths({candidate}):
             number += 1
@@ -250,14 +251,6 @@ def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
 def unmarked(text: str) -> str:
     """Redacted text without its redaction markers: the words a name or title is made of."""
     return " ".join(_MARKER.sub(" ", text).split())
-
-
-def slug(text: str) -> str:
-    from ..text import STOPWORDS
-
-    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    words = [word[:16] for word in re.findall(r"[a-z0-9]+", folded) if word not in STOPWORDS]
-    return "-".join(words[:_SLUG_WORDS]) or "entry"
 
 
 def day_of(observed_at: str | None, path: str) -> str:
