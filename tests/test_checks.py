@@ -31,14 +31,14 @@ def _break(root: Path) -> None:
 
 def test_every_command_reports_what_the_one_check_found(example: Path, tmp_path: Path):
     _break(example)
-    found = checks.check(example).issues
+    found = checks.check_forest(example).issues
     strict = [issue.to_dict() for issue in found]
     graded = [issue.to_dict() for issue in for_indexing(found)]
     assert {issue["code"] for issue in strict} == {
         "link_not_canonical", "link_parent_missing", "mode_file_not_private"}
     assert operations.audit(example)["issues"] == strict
     assert operations.validate(example)["issues"] == [
-        issue.to_dict() for issue in checks.check(example, audit=False).issues] == [
+        issue.to_dict() for issue in checks.check_forest(example, audit=False).issues] == [
         issue for issue in strict if not issue["code"].startswith("link_")]
     assert index.build(example)["problems"] == graded
     assert maintenance.maintain(example)["problems"] == graded
@@ -49,7 +49,7 @@ def test_every_command_reports_what_the_one_check_found(example: Path, tmp_path:
 def test_a_recorder_times_each_step_and_counts_as_indexing_grades(example: Path):
     _break(example)
     recorder = checks.Recorder()
-    checked = checks.check(Forest.open(example), recorder=recorder)
+    checked = checks.check_forest(Forest.open(example), recorder=recorder)
     assert list(recorder.steps) == ["scan", "validate", "audit"]
     assert all(step["ok"] and step["duration_ms"] >= 0 for step in recorder.steps.values())
     assert recorder.steps["scan"]["files"] == len(checked.snap.facts) == 12
@@ -74,7 +74,7 @@ def test_a_failed_step_is_recorded_as_not_ok_and_raised():
 def test_triage_stops_at_a_forest_fault_after_the_check_has_counted(example: Path):
     shutil.rmtree(example / "00 life_archive")
     recorder = checks.Recorder()
-    checked = checks.check(example, recorder=recorder)
+    checked = checks.check_forest(example, recorder=recorder)
     raises_code(checked.triage, "layer_missing")
     assert recorder.counts["04 stm"] == 4  # reported even though the run stops here
     outcome = maintenance.maintain(example)
@@ -102,5 +102,5 @@ def test_an_incremental_refresh_rereads_only_what_changed(example_forest: Path):
 @pytest.mark.parametrize("audit", [True, False])
 def test_check_takes_a_forest_or_a_path(example_forest: Path, audit: bool):
     with Forest.open(example_forest) as forest:
-        assert checks.check(forest, audit=audit).issues == \
-            checks.check(example_forest, audit=audit).issues == []
+        assert checks.check_forest(forest, audit=audit).issues == \
+            checks.check_forest(example_forest, audit=audit).issues == []

@@ -20,7 +20,7 @@ from typing import Any
 
 from . import index
 from .audit import CHAIN_CODES
-from .checks import check
+from .checks import check_forest
 from .errors import ForestError
 from .forest import Forest
 from .quarantine import MODE_CODES
@@ -73,7 +73,7 @@ def set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
     """
     described = journal.describe(root)
     inside = state_rel(JOURNAL)  # the journal's own oddities are why it goes
-    problems = [issue for issue in check(root).issues
+    problems = [issue for issue in check_forest(root).issues
                 if issue.level == "error" and issue.code not in MODE_CODES | CHAIN_CODES
                 and issue.path != inside and not issue.path.startswith(inside + "/")]
     if problems:

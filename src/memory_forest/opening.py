@@ -15,9 +15,9 @@ from .digest import sha256_hex
 from .errors import ForestError, usage_error
 from .forest import Forest, opened
 from .layers import layer_for
-from .retrieve import check, node_of
+from .retrieve import node_of, verify_nodes
 from .store import lookups
-from .store.lookups import Node
+from .store.lookups import DocRow
 
 SOURCE_LAYERS = (5, 6)  # Daily and ISTM: raw sources, opened only when asked for by name
 _EXTENSIONS = (".md", ".jsonl")  # what a wikilink-style name without extension may mean
@@ -50,7 +50,7 @@ def open_document(forest: Forest | str | Path, path: str, allow_source_layers: b
             return result("open", **_unindexed(forest, path), body_included=True,
                           indexed=False)
         node = node_of(row)
-        data = check(forest, [node]).get(path)
+        data = verify_nodes(forest, [node]).get(path)
         if data is None:  # gone or unreadable since indexing: nothing current to return
             from .safety import read_regular
 
@@ -59,7 +59,7 @@ def open_document(forest: Forest | str | Path, path: str, allow_source_layers: b
                   body_included=True, indexed=True)
 
 
-def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, Node | None]:
+def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, DocRow | None]:
     """The canonical path a name stands for, and its index row (None when not indexed).
 
     The extension is added only to a name that has none (``x.MD`` stays the

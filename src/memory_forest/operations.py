@@ -111,15 +111,15 @@ def _write_example(staging: Path) -> list[str]:
 
 
 def validate(root: str | Path) -> dict[str, Any]:
-    from .checks import check
+    from .checks import check_forest
 
-    return _report("validate", check(root, audit=False))
+    return _report("validate", check_forest(root, audit=False))
 
 
 def audit(root: str | Path) -> dict[str, Any]:
-    from .checks import check
+    from .checks import check_forest
 
-    return _report("audit", check(root))
+    return _report("audit", check_forest(root))
 
 
 def _report(operation: str, checked: Checked) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from .ranking import (
 )
 from .stamps import from_ns, seconds, utc_stamp
 from .store import lookups
-from .store.lookups import Node
+from .store.lookups import DocRow
 from .text import query_terms
 
 DEFAULT_LIMIT = 10
@@ -124,7 +124,7 @@ def _window(since: str | None, until: str | None) -> tuple[str | None, str | Non
     return low, high
 
 
-def _stamp(row: Node) -> str:
+def _stamp(row: DocRow) -> str:
     """When a document was last updated: its frontmatter's ``updated``, else its mtime."""
     return row.updated or from_ns(row.mtime_ns)
 
@@ -133,7 +133,7 @@ def _age_days(stamp: str, now: float) -> float:
     return round((now - seconds(stamp)) / DAY_S, 1)
 
 
-def node_of(row: Node) -> dict[str, Any]:
+def node_of(row: DocRow) -> dict[str, Any]:
     return {"path": row.path, "layer": row.layer, "title": row.title, "id": row.doc_id,
             "status": row.status, "sha256": row.sha256, "size": row.size,
             "mtime_ns": row.mtime_ns}
@@ -154,7 +154,7 @@ def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
             terms = chosen_terms(con, terms)
             found = hits(con, any_of(terms), wanted, limit, columns="title path") if terms else []
         results = [{**node_of(row), "score": score} for row, score in found]
-        check(forest, results, strict)
+        verify_nodes(forest, results, strict)
     return result("route", count=len(results), results=results)
 
 
@@ -171,7 +171,7 @@ def search(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
             terms = chosen_terms(con, terms)
             found = hits(con, any_of(terms), wanted, limit) if terms else []
         results = [{**node_of(row), "score": score} for row, score in found]
-        bodies = check(forest, results, strict)
+        bodies = verify_nodes(forest, results, strict)
     if include_body:
         for item in results:
             data = bodies.get(item["path"])
@@ -182,7 +182,7 @@ def search(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
 # --- checking results against the files ----------------------------------------------------
 
 
-def check(forest: Forest, nodes: list[dict[str, Any]], strict: bool = False
+def verify_nodes(forest: Forest, nodes: list[dict[str, Any]], strict: bool = False
           ) -> dict[str, bytes]:
     """Re-hash each node's file now and flag the node with what was found.
 
@@ -264,7 +264,7 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
 
     ``query_plan`` is a parsed ``QueryPlan`` (or None). Trails with evidence
     from the original query always rank ahead of trails found only by its probes.
-    Every node is re-hashed and flagged (``check``); ``strict`` fails closed
+    Every node is re-hashed and flagged (``verify_nodes``); ``strict`` fails closed
     on a changed file instead. ``unfiled`` lists, after the trails and never
     inside one, the best ``UNFILED_LIMIT`` ISTM events and Daily entries no
     record has promoted yet (``no_unfiled`` leaves them out): raw evidence,
@@ -307,7 +307,8 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
             unfiled = [] if no_unfiled else _unfiled(con, queries[0], window)
             left_out = _left_out(con, own)
             partial = dense is not None and dense.partial(con)
-        check(forest, [*(node for trail in ranked for node in trail.nodes), *unfiled], strict)
+        verify_nodes(forest, [*(node for trail in ranked for node in trail.nodes), *unfiled],
+                     strict)
     return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
                   unfiled=unfiled, left_out=left_out, body_included=False, probes=len(queries) - 1,
                   ranking="lexical" if dense is None else "fused", ranking_reason=reason,

@@ -40,11 +40,11 @@ MAX_MARKER_BYTES = 4096
 def browse(forest: Forest | str | os.PathLike[str], out: str | os.PathLike[str]
            ) -> dict[str, Any]:
     """Generate the site for ``forest`` into ``out`` (new or empty)."""
-    from ..checks import check
+    from ..checks import check_forest
 
     root = Forest.of(forest).root
     out, state = _check_out(root, out)
-    checked = check(root)
+    checked = check_forest(root)
     snap, issues = checked.snap, checked.issues
     _clear_stale_builds(out)
     build = _claim_build(out)

@@ -2,7 +2,7 @@
 
 ``transact`` takes the lock, recovers an interrupted transaction, answers an exact
 retry from its receipt, lets the writer stage its files (``Stage``), checks
-the staged result (``check``), then journals, writes, updates the index,
+the staged result (``check.check_staged``), then journals, writes, updates the index,
 publishes the receipt and clears the journal. Any handled failure after the
 journal exists puts the previous bytes back and re-describes them in the
 index before the error is raised; a crash is finished or undone by the next
@@ -27,7 +27,7 @@ from ..safety import FILE_MODE
 from ..statefiles import receipt_rel
 from ..testhooks import crash_point
 from . import journal, receipts
-from .check import check
+from .check import check_staged
 from .view import View
 
 
@@ -125,7 +125,7 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
         stage = Stage(view)
         prepare(stage)
         staged = {path: data for path, data in stage.changes.items() if view.read(path) != data}
-        report = check(view, staged, stage.new_dirs)
+        report = check_staged(view, staged, stage.new_dirs)
         befores = {path: view.read(path) for path in staged}
         widened = _wider_than_private(root, [path for path in staged if befores[path] is not None])
         refresh = sorted((set(view.stale) | view.refresh) - set(staged))
