@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ForestError
 
 if TYPE_CHECKING:
-    from .config import Opened
+    from .forest import Forest
     from .issues import Issue
     from .quarantine import Triage
     from .snapshot import Snapshot
@@ -79,7 +78,7 @@ class Checked:
         return triage(self.issues, self.snap.entries, self.snap.unread)
 
 
-def check_forest(forest: Opened | str | Path, audit: bool = True,
+def check_forest(forest: Forest, audit: bool = True,
           recorder: Recorder | None = None) -> Checked:
     """Scan, validate and (unless ``audit`` is false) audit the forest: its links, and its
     provenance (``audit.provenance``), which only a whole-forest check can judge."""

@@ -15,7 +15,6 @@ the operator's explicit choice and each keeping every byte:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from . import index
@@ -59,7 +58,7 @@ def restore(forest: Forest, exc: ForestError) -> dict[str, Any]:
             "paths": plan.paths, **done}
 
 
-def set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
+def set_aside(forest: Forest, exc: ForestError) -> dict[str, Any]:
     """Move an unrecoverable journal aside, but only over a forest that audits clean.
 
     Every canonical file is replaced by a rename, so none is ever half-written;
@@ -71,9 +70,10 @@ def set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
     whole, and which no edit can mend). Otherwise the journal stays, with its
     images, and the operator fixes the files named first.
     """
+    root = forest.root
     described = journal.describe(root)
     inside = state_rel(JOURNAL)  # the journal's own oddities are why it goes
-    problems = [issue for issue in check_forest(root).issues
+    problems = [issue for issue in check_forest(forest).issues
                 if issue.level == "error" and issue.code not in MODE_CODES | CHAIN_CODES
                 and issue.path != inside and not issue.path.startswith(inside + "/")]
     if problems:
@@ -86,6 +86,6 @@ def set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
                            "journal": described})
     where = journal_torn.set_aside(root)
     if index_path(root).exists():
-        index.build(root)  # the journal's files may be newer than their index rows
+        index.build(forest)  # the journal's files may be newer than their index rows
     return {"action": "set_aside", "set_aside": where, "reason": exc.code,
             "paths": described.get("paths", [])}

@@ -13,7 +13,7 @@ from typing import Any
 
 from .digest import sha256_hex
 from .errors import ForestError, usage_error
-from .forest import Forest, opened
+from .forest import Forest, ForestLike, opened
 from .layers import layer_for
 from .retrieve import node_of, verify_nodes
 from .store import lookups
@@ -23,7 +23,7 @@ SOURCE_LAYERS = (5, 6)  # Daily and ISTM: raw sources, opened only when asked fo
 _EXTENSIONS = (".md", ".jsonl")  # what a wikilink-style name without extension may mean
 
 
-def open_document(forest: Forest | str | Path, path: str, allow_source_layers: bool = False
+def open_document(forest: ForestLike, path: str, allow_source_layers: bool = False
                   ) -> dict[str, Any]:
     """The current bytes of one document, named by path, path without extension, or id.
 

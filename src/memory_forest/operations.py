@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .envelope import result
 from .errors import ForestError
-from .forest import Forest, opened
+from .forest import Forest, ForestLike, opened
 from .issues import has_errors, summarize
 from .lockline import DEFAULT_WAIT
 
@@ -59,7 +59,8 @@ def init(target: str | Path, example: bool = False, inbox: bool = False) -> dict
     if inbox:
         from .writers.remember import create_inbox
 
-        receipt = create_inbox(target)
+        with opened(target) as forest:
+            receipt = create_inbox(forest)
         written += [item["path"] for item in receipt["touched"]]
     return result("init", root=target.name, example=example, inbox=inbox,
                   layers=[layer.dirname for layer in LAYERS], files=sorted(set(written)))
@@ -110,16 +111,18 @@ def _write_example(staging: Path) -> list[str]:
 # --- validate and audit ---------------------------------------------------------------------
 
 
-def validate(root: str | Path) -> dict[str, Any]:
+def validate(root: ForestLike) -> dict[str, Any]:
     from .checks import check_forest
 
-    return _report("validate", check_forest(root, audit=False))
+    with opened(root) as forest:
+        return _report("validate", check_forest(forest, audit=False))
 
 
-def audit(root: str | Path) -> dict[str, Any]:
+def audit(root: ForestLike) -> dict[str, Any]:
     from .checks import check_forest
 
-    return _report("audit", check_forest(root))
+    with opened(root) as forest:
+        return _report("audit", check_forest(forest))
 
 
 def _report(operation: str, checked: Checked) -> dict[str, Any]:
@@ -144,7 +147,7 @@ def _report(operation: str, checked: Checked) -> dict[str, Any]:
 # --- index ---------------------------------------------------------------------------------
 
 
-def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
+def index(forest: ForestLike, full: bool = False, progress: Any = None,
           wait: float = DEFAULT_WAIT, semantic: bool = False) -> dict[str, Any]:
     """Validate and audit, then bring the derived index up to date, holding the lock.
 
@@ -162,7 +165,7 @@ def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
     with opened(forest) as forest:
         refuse_non_forest(forest.root)  # before the lock, which is written beside the root
         with lock.held(forest.root, "index --full" if full else "index", wait=wait):
-            summary = forest_index.build(forest.root, full=full, progress=progress)
+            summary = forest_index.build(forest, full=full, progress=progress)
         forest.forget_index()  # a full build replaced the file the handle may have open
         if semantic:
             from . import semantic as dense
@@ -184,7 +187,7 @@ def _phase(progress: Any, label: str) -> Any:
 # --- unlock --------------------------------------------------------------------------------
 
 
-def unlock(forest: Forest | str | Path, stale: bool = False) -> dict[str, Any]:
+def unlock(forest: ForestLike, stale: bool = False) -> dict[str, Any]:
     """Remove a stale lock; a live one, or a call without ``stale``, is refused."""
     from . import lock
     from .errors import usage_error
@@ -198,7 +201,7 @@ def unlock(forest: Forest | str | Path, stale: bool = False) -> dict[str, Any]:
 # --- doctor ---------------------------------------------------------------------------------
 
 
-def doctor(forest: Forest | str | Path, repair: bool = False, wait: float = DEFAULT_WAIT,
+def doctor(forest: ForestLike, repair: bool = False, wait: float = DEFAULT_WAIT,
            set_aside_journal: bool = False, restore_journal: bool = False) -> dict[str, Any]:
     """Bounded diagnostics. Fails only when the root cannot be inspected at all.
 
@@ -373,7 +376,7 @@ def _repair(forest: Forest, wait: float, way_out: str | None) -> dict[str, Any]:
             if way_out is None:
                 raise journalrepair.unrecoverable(forest, exc) from None
             recovered = journalrepair.restore(forest, exc) if way_out == "restore" \
-                else journalrepair.set_aside(root, exc)
+                else journalrepair.set_aside(forest, exc)
         from . import index, statedebris
         from .modes import repair_modes
         from .semantic_state import heal
@@ -411,7 +414,7 @@ _NEXT_STEP = {
 }
 
 
-def status(forest: Forest | str | Path) -> dict[str, Any]:
+def status(forest: ForestLike) -> dict[str, Any]:
     """A short readiness summary for an agent: can memory be consulted right now?
 
     ``ready`` is true when the index exists and can be read, so route,

@@ -26,7 +26,7 @@ from typing import Any
 
 from .digest import sha256_hex
 from .errors import ForestError, usage_error
-from .forest import Forest, opened
+from .forest import Forest, ForestLike, opened
 from .layers import layer_for
 from .ranking import (
     INACTIVE,
@@ -142,7 +142,7 @@ def node_of(row: DocRow) -> dict[str, Any]:
 # --- route and search -----------------------------------------------------------------------
 
 
-def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
+def route(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
           layer: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
     """Candidates whose path or title matches: where in the forest to look."""
     from .envelope import result
@@ -158,7 +158,7 @@ def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
     return result("route", count=len(results), results=results)
 
 
-def search(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
+def search(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
            layer: list[str] | None = None, include_body: bool = False,
            strict: bool = False) -> dict[str, Any]:
     """Documents whose body matches. Bodies only with ``include_body``: the current bytes."""
@@ -255,7 +255,7 @@ class _Trail:
         return self.nodes[-1]
 
 
-def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
+def retrieve(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
              query_plan: Any = None, strict: bool = False, no_unfiled: bool = False,
              since: str | None = None, until: str | None = None,
              lexical: bool = False) -> dict[str, Any]:

@@ -9,13 +9,12 @@ and the index, never a document body.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
-from .forest import Forest
+from .forest import Forest, ForestLike
 
 
-def stats(forest: Forest | str | Path) -> dict[str, Any]:
+def stats(forest: ForestLike) -> dict[str, Any]:
     from . import index
     from .envelope import result
     from .errors import ForestError
@@ -29,7 +28,7 @@ def stats(forest: Forest | str | Path) -> dict[str, Any]:
     listing = walk(forest.root, forest.limits)
     on_disk = listed_per_layer(listing)
     indexed: dict[str, int] = {}
-    state = index.state(forest.root)
+    state = index.state(forest)
     age = problems = None
     if state["state"] in ("current", "stale"):
         try:

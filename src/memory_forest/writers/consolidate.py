@@ -26,12 +26,11 @@ import datetime as dt
 import math
 import re
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 from ..envelope import result
 from ..errors import ForestError
-from ..forest import Forest, opened
+from ..forest import Forest, ForestLike, opened
 from ..lockline import DEFAULT_WAIT
 from ..text import slug
 from . import proposals
@@ -47,7 +46,7 @@ _MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[^\]\s]*\]?")  # a shortened o
 FALLBACK_TITLE = "Note"  # a name when the words of the source would carry a credential
 
 
-def consolidate(forest: Forest | str | Path, limit: int = DEFAULT_LIMIT,
+def consolidate(forest: ForestLike, limit: int = DEFAULT_LIMIT,
                 wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     from .. import lock
 

@@ -336,12 +336,11 @@ def _unreadable(what: str) -> ForestError:
                                                  "next": RESTORE_HINT})
 
 
-def recover(forest: Forest | Path) -> dict[str, Any] | None:
+def recover(forest: Forest) -> dict[str, Any] | None:
     """Finish or undo an interrupted transaction (caller holds the lock); None if none."""
     from .. import index
     from . import receipts
 
-    forest = Forest.of(forest)
     root = forest.root
     if not pending(root):
         return None

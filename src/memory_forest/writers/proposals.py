@@ -33,7 +33,7 @@ from typing import Any
 from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
-from ..forest import Forest, opened
+from ..forest import ForestLike, opened
 from ..ignore import is_debris
 from ..jsonio import dumps, loads_strict
 from ..lockline import DEFAULT_WAIT
@@ -209,7 +209,7 @@ def _mark(root: Path, proposal: Any, status: str, reason: str | None = None) -> 
 # --- list, show -------------------------------------------------------------------------------
 
 
-def list_proposals(forest: Forest | str | Path, status: str | None = None) -> dict[str, Any]:
+def list_proposals(forest: ForestLike, status: str | None = None) -> dict[str, Any]:
     if status is not None and status not in ("pending", "accepted", "rejected", "stale"):
         raise ForestError("proposal_status_invalid", "status is pending, accepted, rejected "
                           "or stale", exit_code=2)
@@ -221,7 +221,7 @@ def list_proposals(forest: Forest | str | Path, status: str | None = None) -> di
     return result("proposals_list", count=len(rows), proposals=rows, problems=problems)
 
 
-def show(forest: Forest | str | Path, proposal_id: str) -> dict[str, Any]:
+def show(forest: ForestLike, proposal_id: str) -> dict[str, Any]:
     with opened(forest) as forest:
         proposal = load(forest.root, proposal_id)
         return result("proposals_show", proposal=_document(forest.root, proposal),
@@ -231,7 +231,7 @@ def show(forest: Forest | str | Path, proposal_id: str) -> dict[str, Any]:
 # --- reject -----------------------------------------------------------------------------------
 
 
-def reject(forest: Forest | str | Path, proposal_id: str, reason: str | None = None,
+def reject(forest: ForestLike, proposal_id: str, reason: str | None = None,
            wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     """Record the refusal; the proposal's sources stay out of later proposals, everywhere.
 
@@ -307,7 +307,7 @@ def inline_summaries(value: Any) -> dict[str, str]:
     return value
 
 
-def accept(forest: Forest | str | Path, proposal_id: str,
+def accept(forest: ForestLike, proposal_id: str,
            summaries: dict[str, str] | None = None, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     """Apply a proposal in one transaction, then mark it accepted.
 

@@ -21,7 +21,7 @@ from .. import index, lock
 from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
-from ..forest import Forest, opened
+from ..forest import Forest
 from ..routes import parse_route
 from ..safety import FILE_MODE
 from ..statefiles import receipt_rel
@@ -72,19 +72,13 @@ class Stage:
 Prepare = Callable[[Stage], None]
 
 
-def transact(forest: Forest | str | Path, operation: str, request: Any, transaction_id: str | None,
+def transact(forest: Forest, operation: str, request: Any, transaction_id: str | None,
              prepare: Prepare, wait: float = 0.0) -> dict[str, Any]:
     """Run one write transaction and return its receipt as a result.
 
     Every step reads the limits of the one ``forest``: its config is read once
     per write, however many steps look at it.
     """
-    with opened(forest) as forest:
-        return _run(forest, operation, request, transaction_id, prepare, wait)
-
-
-def _run(forest: Forest, operation: str, request: Any, transaction_id: str | None,
-         prepare: Prepare, wait: float) -> dict[str, Any]:
     root = forest.root
     txid = receipts.check_transaction_id(transaction_id) if transaction_id \
         else receipts.new_transaction_id()
@@ -106,7 +100,7 @@ def _run(forest: Forest, operation: str, request: Any, transaction_id: str | Non
                                   {"transaction_id": txid, "operation": prior.get("operation")})
             return _result(prior, extra, already_applied=True)
         if not index.usable(forest):  # the first write into this forest, or a damaged index
-            extra["index_built"] = index.build(root)
+            extra["index_built"] = index.build(forest)
         receipt = _commit(forest, operation, txid, plan_sha256, prepare)
     return _result(receipt, extra, already_applied=False)
 
