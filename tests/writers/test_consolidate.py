@@ -20,6 +20,7 @@ from writerkit import assert_whole, contents, event, istm_records, state, write_
 
 from memory_forest import indexreader, lock, operations, schemas, testhooks
 from memory_forest.errors import ForestError
+from memory_forest.forest import Forest
 from memory_forest.maintain import maintain
 from memory_forest.mcp_server import call
 from memory_forest.statefiles import proposal_rel, receipt_rel
@@ -132,7 +133,8 @@ def test_consolidate_then_accept_files_the_event_and_nothing_is_proposed_twice(e
     assert pointer not in unfiled(example) and TOMATO not in unfiled(example)
     again = consolidate(example)
     assert again["proposal"] is None and again["message"] == "nothing to consolidate"
-    assert again["path"] is None and proposals.stored_ids(example) == [proposal["proposal_id"]]
+    assert again["path"] is None
+    assert proposals.stored_ids(Forest.open(example)) == [proposal["proposal_id"]]
     assert proposals.show(example, proposal["proposal_id"])["proposal"]["status"] == "accepted"
 
 
@@ -202,11 +204,12 @@ def test_the_limit_bounds_a_proposal_and_the_rest_waits(example):
     assert set(waiting) == {TOMATO, *pointers}
     made = consolidate(example, limit=2)
     assert made["counts"]["sources"] == 2 and made["remaining"] == 3  # 4 events + tomato
-    taken = set(proposals.pointers(proposals.load(example, made["proposal"]["proposal_id"])))
+    forest = Forest.open(example)
+    taken = set(proposals.pointers(proposals.load(forest, made["proposal"]["proposal_id"])))
     assert taken == set(waiting[:2])  # in lookups.unfiled's order: oldest first
     rest = consolidate(example, limit=1000)
     assert rest["remaining"] == 0
-    assert set(proposals.pointers(proposals.load(example, rest["proposal"]["proposal_id"]))) \
+    assert set(proposals.pointers(proposals.load(forest, rest["proposal"]["proposal_id"]))) \
         == set(waiting[2:])
     with pytest.raises(ForestError) as bad:
         consolidate(example, limit=0)
@@ -328,7 +331,7 @@ def test_a_source_changed_after_proposing_makes_accept_stale(example, tmp_path, 
     assert proposals.show(example, proposal["proposal_id"])["proposal"]["status"] == "stale"
     # The refused proposal names nothing any more: what is still unfiled is proposed afresh.
     fresh = consolidate(example)["proposal"]
-    assert set(proposals.pointers(proposals.load(example, fresh["proposal_id"]))) == \
+    assert set(proposals.pointers(proposals.load(Forest.open(example), fresh["proposal_id"]))) == \
         unfiled(example)
     if edit in ("daily_entry_changed", "entry_id_taken"):  # the forest is whole: accept it
         assert proposals.accept(example, fresh["proposal_id"])["ok"]
@@ -379,7 +382,7 @@ def test_maintain_consolidate_makes_a_proposal_and_accepts_nothing(example, tmp_
     quiet = maintain(example, consolidate=True)
     assert quiet["steps"]["consolidate"]["proposal"] is None
     assert "consolidate" not in maintain(example)["steps"]
-    assert len(proposals.stored_ids(example)) == 1
+    assert len(proposals.stored_ids(Forest.open(example))) == 1
 
 
 def test_the_cli_consolidates_lists_and_accepts(example, tmp_path):
@@ -464,7 +467,7 @@ def test_a_killed_accept_is_recovered_and_a_retry_completes_exactly_once(example
         assert lock.state(example)["state"] == "free"
         listed = proposals.list_proposals(example)["proposals"]
         assert [row["status"] for row in listed] == ["accepted"]
-        assert proposals.load(example, proposal_id).status == "pending"
+        assert proposals.load(Forest.open(example), proposal_id).status == "pending"
     else:
         report = operations.doctor(example, repair=True)
         assert report["journal"] == {"state": "clear"} and report["lock"] == {"state": "free"}
@@ -475,7 +478,7 @@ def test_a_killed_accept_is_recovered_and_a_retry_completes_exactly_once(example
     assert retry.returncode == 0, retry.stdout + retry.stderr
     done = json.loads(retry.stdout)
     assert done["already_applied"] is (step not in ROLLED_BACK)
-    assert proposals.load(example, proposal_id).status == "accepted"
+    assert proposals.load(Forest.open(example), proposal_id).status == "accepted"
     daily = (example / "05 daily/2026-12-01.md").read_text()
     assert daily.count(f"## {entry['entry_id']}\n") == 1
     leaf = (example / leaf_of(entry["placement"])).read_text()
@@ -554,7 +557,7 @@ def test_a_killed_reject_is_recovered_and_the_decision_written_once(example, ste
     retry = cli("proposals", "reject", example, proposal_id, "--reason", "no")
     assert retry.returncode == 0, retry.stdout + retry.stderr
     assert json.loads(retry.stdout)["already_rejected"] is (step not in ROLLED_BACK)
-    assert proposals.load(example, proposal_id).status == "rejected"
+    assert proposals.load(Forest.open(example), proposal_id).status == "rejected"
     decisions = [record for record in istm_records(example)
                  if record["kind"] == "proposal_decision"]
     assert [record["event_id"] for record in decisions] == [f"rejected-{proposal_id}"]

@@ -62,8 +62,7 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     from ..store import lookups
     from .view import View
 
-    root = forest.root
-    known, problems = proposals.every(root)
+    known, problems = proposals.every(forest)
     # A stale proposal was refused on accept: its sources wait for a fresh one. A decision
     # any machine recorded (canonical, so it outlives this machine's proposals) is final.
     named = {pointer for proposal in known if proposal.status != "stale"
@@ -89,7 +88,7 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     from .plans import parse
 
     checked = parse("proposal", dumps(document))  # stored only as strict as it is read back
-    path = proposals.save(root, document)
+    path = proposals.save(forest, document)
     return result("consolidate", proposal=document, path=path,
                   counts=proposals.counts(checked), message=None, **found)
 
