@@ -31,7 +31,7 @@ def unrecoverable(forest: Forest, exc: ForestError) -> ForestError:
     """``journal_corrupt`` with what the journal still tells, and the one command that
     gets out of it: the restore when it can be done, else setting the journal aside."""
     try:
-        journal_torn.restore_plan(forest.root, forest.limits["max_file_bytes"])
+        journal_torn.restore_plan(forest)
         hint, extra = journal_torn.RESTORE_HINT, {}
     except ForestError as refused:
         if refused.code != "journal_restore_refused":
@@ -48,7 +48,7 @@ def unrecoverable(forest: Forest, exc: ForestError) -> ForestError:
 def restore(forest: Forest, exc: ForestError) -> dict[str, Any]:
     """Put the before-state back from the journal, set it aside, re-describe the files."""
     root = forest.root
-    plan = journal_torn.restore_plan(root, forest.limits["max_file_bytes"])
+    plan = journal_torn.restore_plan(forest)
     done = journal_torn.restore(root, plan)
     where = journal_torn.set_aside(root)
     if index_path(root).exists():

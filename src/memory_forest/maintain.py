@@ -58,7 +58,7 @@ def maintain(forest: ForestLike, verify_all: bool = False,
                 outcome = _checked_run(forest, run, verify_all)
                 checked = outcome.get("error", {}).get("code") in (None, "maintain_problems")
                 if budget is not None and checked:
-                    _embed(root, run, budget)
+                    _embed(forest, run, budget)
                 if consolidate and checked:
                     run.step("consolidate", lambda: _consolidate(forest), _proposed)
                 if sync and checked:
@@ -95,13 +95,12 @@ def _checked_run(forest: Forest, run: _Run, verify_all: bool) -> dict[str, Any]:
     from . import index
     from .writers import journal
 
-    root = forest.root
     run.step("journal", lambda: journal.recover(forest), _recovered)
     done = index.refresh(forest, recorder=run)  # a forest-level fault raises here
     triage = done.triage
     run.problems = [issue.to_dict() for issue in triage.problems]
     run.quarantined = triage.left_out
-    verified = run.step("verify", lambda: _verify(root, done.config, done.expected(), verify_all),
+    verified = run.step("verify", lambda: _verify(forest, done.expected(), verify_all),
                         dict)
     if verified["mismatched"]:
         run.steps["verify"]["ok"] = False
@@ -146,14 +145,14 @@ def parse_budget(text: str) -> float:
     return seconds
 
 
-def _embed(root: Path, run: _Run, budget: float) -> None:
+def _embed(forest: Forest, run: _Run, budget: float) -> None:
     """Embed the documents that have no vectors yet, within the budget, when semantic
     ranking is on for the forest. A missing extra is reported in the step and the run goes
     on: the index, which retrieval needs, is already built."""
     from . import semantic
 
     try:
-        run.step("semantic", lambda: semantic.embed(root, budget=budget), _embedded)
+        run.step("semantic", lambda: semantic.embed(forest.root, budget=budget), _embedded)
     except ForestError as exc:
         if exc.code not in ("semantic_unavailable", "semantic_model_mismatch"):
             raise
@@ -206,7 +205,7 @@ def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:
     return {"recovered": 1, "action": outcome["action"]}
 
 
-def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[str, Any]:
+def _verify(forest: Forest, expected: set[str], verify_all: bool) -> dict[str, Any]:
     """Compare the index with the files: every path always, hashes of a sample or of all.
 
     ``expected`` are the paths that should have rows: the documents not quarantined.
@@ -214,7 +213,8 @@ def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[st
     from . import indexreader
     from .store import filerows
 
-    con = indexreader.connect(root)
+    root = forest.root
+    con = indexreader.connect(root)  # the index this run just built, not the handle's
     with con:
         indexed = filerows.digests(con)
     con.close()
@@ -222,7 +222,7 @@ def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[st
     paths = sorted(set(indexed) & expected)
     if not verify_all:
         paths = random.Random(len(paths)).sample(paths, min(SAMPLE_SIZE, len(paths)))
-    limit = config.limits["max_file_bytes"]
+    limit = forest.limits["max_file_bytes"]
     for path in paths:
         data = read_regular(root, path, limit)
         if sha256_hex(data) != indexed[path]:

@@ -267,13 +267,11 @@ def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
         try:
             listing = walk(root, config.limits)
             report["counts"] = listed_per_layer(listing)
-            report["conflict_copies"] = _conflict_copies(root, listing.files,
-                                                         config.limits["max_file_bytes"])
+            report["conflict_copies"] = _conflict_copies(forest, listing.files)
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
                               "bytes": listing.total_bytes, "issues": len(listing.issues),
                               "ignored": listing.ignored}
-            report["istm"] = _chain_state(root, [entry.path for entry in listing.files],
-                                          config.limits["max_file_bytes"])
+            report["istm"] = _chain_state(forest, [entry.path for entry in listing.files])
         except ForestError as exc:
             report["walk"] = {"error": exc.to_dict()}
     # Named before the index state is read: reading it rolls a hot journal back.
@@ -288,7 +286,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
     return report
 
 
-def _conflict_copies(root: Path, files, max_bytes: int) -> list[str]:
+def _conflict_copies(forest: Forest, files) -> list[str]:
     """What ``sync`` kept both ways (at most 50): the conflict copies filed beside a record
     both machines changed, and the conflict entries in Daily records (``<path>#<entry>``).
 
@@ -304,7 +302,7 @@ def _conflict_copies(root: Path, files, max_bytes: int) -> list[str]:
             found.append(entry.path)
         elif entry.path.startswith("05 daily/") and entry.path.endswith(".md"):
             try:
-                data = read_regular(root, entry.path, max_bytes)
+                data = read_regular(forest.root, entry.path, forest.limits["max_file_bytes"])
             except ForestError:
                 continue  # validate reports it
             if b"-conflict-" not in data:
@@ -318,7 +316,7 @@ def _conflict_copies(root: Path, files, max_bytes: int) -> list[str]:
     return found[:50]
 
 
-def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]:
+def _chain_state(forest: Forest, paths: list[str]) -> dict[str, int]:
     """How many ISTM events carry the hash chain, and how many (in how many files) do not.
 
     Events captured before chains existed have no ``prev`` field. They are not
@@ -337,7 +335,7 @@ def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]
              "unchained_files": 0, "unreadable": 0}
     for name in names:
         try:
-            data = read_regular(root, prefix + name, max_bytes)
+            data = read_regular(forest.root, prefix + name, forest.limits["max_file_bytes"])
         except ForestError:
             state["unreadable"] += 1
             continue

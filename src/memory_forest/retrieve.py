@@ -21,7 +21,6 @@ import os
 import re
 import sqlite3
 import time
-from pathlib import Path
 from typing import Any
 
 from .digest import sha256_hex
@@ -196,22 +195,21 @@ def verify_nodes(forest: Forest, nodes: list[dict[str, Any]], strict: bool = Fal
     read error with its own code, as a caller that vouches for content needs.
     Returns the bytes read, by path, so a body is never read twice.
     """
-    root, max_bytes = forest.root, forest.limits["max_file_bytes"]
     seen: dict[str, tuple[dict[str, Any], bytes | None]] = {}
     for node in nodes:
         path = node["path"]
         if path not in seen:
-            seen[path] = _state_of(root, path, node["sha256"], max_bytes, strict)
+            seen[path] = _state_of(forest, path, node["sha256"], strict)
         node.update(seen[path][0])
     return {path: data for path, (_, data) in seen.items() if data is not None}
 
 
-def _state_of(root: Path, path: str, indexed_sha256: str | None, max_bytes: int,
+def _state_of(forest: Forest, path: str, indexed_sha256: str | None,
               strict: bool) -> tuple[dict[str, Any], bytes | None]:
     from .safety import read_regular
 
     try:
-        data = read_regular(root, path, max_bytes)
+        data = read_regular(forest.root, path, forest.limits["max_file_bytes"])
     except ForestError as exc:
         if strict and exc.code == "not_found":
             raise _stale(path) from None
