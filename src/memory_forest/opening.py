@@ -7,8 +7,6 @@ file's current bytes, saying whether they still match the index.
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 from .digest import sha256_hex
@@ -40,7 +38,7 @@ def open_document(forest: ForestLike, path: str, allow_source_layers: bool = Fal
     from .envelope import result
 
     with opened(forest) as forest:
-        path, row = _resolve(forest.reader(), forest.root, path)
+        path, row = _resolve(forest, path)
         layer = layer_for(path.split("/", 1)[0])
         if layer.number in SOURCE_LAYERS and not allow_source_layers:
             raise usage_error("source_layer_not_allowed",
@@ -59,7 +57,7 @@ def open_document(forest: ForestLike, path: str, allow_source_layers: bool = Fal
                   body_included=True, indexed=True)
 
 
-def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, DocRow | None]:
+def _resolve(forest: Forest, name: str) -> tuple[str, DocRow | None]:
     """The canonical path a name stands for, and its index row (None when not indexed).
 
     The extension is added only to a name that has none (``x.MD`` stays the
@@ -69,6 +67,7 @@ def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, DocRo
 
     from .routes import parse_route
 
+    con, root = forest.reader(), forest.root
     candidates = [name]
     if not name.lower().endswith(_EXTENSIONS):
         candidates += [name + ext for ext in _EXTENSIONS]
