@@ -360,8 +360,8 @@ def recover(forest: Forest) -> dict[str, Any] | None:
         roll_forward(journal, max_bytes)
         summary = index.update_paths(forest, journal.touched) \
             if index_path(root).exists() else {"mode": "skipped"}
-        if receipts.load(root, manifest["transaction_id"]) is None:
-            receipts.write(root, receipts.complete(manifest["draft"], summary))
+        if receipts.load(forest, manifest["transaction_id"]) is None:
+            receipts.write(forest, receipts.complete(manifest["draft"], summary))
         action = "rolled_forward"
     else:
         rollback(journal, max_bytes)

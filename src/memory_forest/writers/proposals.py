@@ -149,7 +149,7 @@ def _committed(forest: Forest, proposal: Any) -> dict[str, Any] | None:
 
 
 def _receipt(forest: Forest, transaction_id: str, operation: str) -> dict[str, Any] | None:
-    receipt = receipts.load(forest.root, transaction_id)
+    receipt = receipts.load(forest, transaction_id)
     return receipt if receipt is not None and receipt.get("operation") == operation else None
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .. import index, lock
@@ -91,7 +90,7 @@ def transact(forest: Forest, operation: str, request: Any, transaction_id: str |
         recovered = journal.recover(forest)
         if recovered is not None:
             extra["recovered"] = recovered
-        prior = receipts.load(root, txid)
+        prior = receipts.load(forest, txid)
         if prior is not None:
             if prior.get("operation") != operation or prior.get("plan_sha256") != plan_sha256:
                 raise ForestError("transaction_id_conflict",
@@ -121,7 +120,8 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
         staged = {path: data for path, data in stage.changes.items() if view.read(path) != data}
         report = check_staged(view, staged, stage.new_dirs)
         befores = {path: view.read(path) for path in staged}
-        widened = _wider_than_private(root, [path for path in staged if befores[path] is not None])
+        widened = _wider_than_private(forest, [path for path in staged
+                                               if befores[path] is not None])
         refresh = sorted((set(view.stale) | view.refresh) - set(staged))
     finally:
         view.close()
@@ -142,7 +142,7 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
     if not staged:
         summary = index.update_paths(forest, refresh)
         receipt = receipts.complete(draft, summary)
-        receipts.write(root, receipt)
+        receipts.write(forest, receipt)
         return receipt
     active = journal.begin(root, txid, operation, staged, befores,
                            list(stage.new_dirs), draft)
@@ -152,7 +152,7 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
         summary = index.update_paths(forest, [*staged, *refresh])
         crash_point("indexed")
         receipt = receipts.complete(draft, summary)
-        receipts.write(root, receipt)
+        receipts.write(forest, receipt)
         crash_point("receipted")
     except BaseException:
         _undo(forest, active)
@@ -161,14 +161,14 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
     return receipt
 
 
-def _wider_than_private(root: Path, paths: list[str]) -> list[str]:
+def _wider_than_private(forest: Forest, paths: list[str]) -> list[str]:
     """The files this write replaces whose mode is wider than 0600 (an editor's 0644).
 
     Every file is written 0600, so the write itself restores them; the receipt
     says which, because the operator may have wanted the wider mode.
     """
     return sorted(path for path in paths
-                  if stat.S_IMODE(os.lstat(root / path).st_mode) & ~FILE_MODE)
+                  if stat.S_IMODE(os.lstat(forest.root / path).st_mode) & ~FILE_MODE)
 
 
 def _undo(forest: Forest, active: journal.Journal) -> None:
