@@ -152,7 +152,7 @@ def _embed(forest: Forest, run: _Run, budget: float) -> None:
     from . import semantic
 
     try:
-        run.step("semantic", lambda: semantic.embed(forest.root, budget=budget), _embedded)
+        run.step("semantic", lambda: semantic.embed(forest, budget=budget), _embedded)
     except ForestError as exc:
         if exc.code not in ("semantic_unavailable", "semantic_model_mismatch"):
             raise

@@ -174,7 +174,7 @@ def index(forest: ForestLike, full: bool = False, progress: Any = None,
             # Outside the lock, but a stop signal still ends it as one 'interrupted' object;
             # each committed batch stays (the next run embeds only the rest).
             with lock.interruptible():
-                summary["semantic"] = dense.embed(forest.root, enable=True, progress=embedding)
+                summary["semantic"] = dense.embed(forest, enable=True, progress=embedding)
     return result("index", **summary)
 
 
