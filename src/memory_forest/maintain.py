@@ -169,8 +169,8 @@ def _consolidate(forest: Forest) -> dict[str, Any]:
     """A proposal for what nothing has filed yet, made under this run's lock."""
     from .writers.consolidate import propose
 
-    forest.forget_index()  # the check rebuilt the index: read the new one
-    return propose(forest)
+    with Forest(forest.root) as fresh:  # the check rebuilt the index: read the new one
+        return propose(fresh)
 
 
 def _proposed(made: dict[str, Any]) -> dict[str, Any]:
