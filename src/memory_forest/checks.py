@@ -79,7 +79,7 @@ class Checked:
 
 
 def check_forest(forest: Forest, audit: bool = True,
-          recorder: Recorder | None = None) -> Checked:
+                 recorder: Recorder | None = None) -> Checked:
     """Scan, validate and (unless ``audit`` is false) audit the forest: its links, and its
     provenance (``audit.provenance``), which only a whole-forest check can judge."""
     from . import audit as audit_rules

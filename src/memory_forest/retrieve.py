@@ -182,7 +182,7 @@ def search(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
 
 
 def verify_nodes(forest: Forest, nodes: list[dict[str, Any]], strict: bool = False
-          ) -> dict[str, bytes]:
+                 ) -> dict[str, bytes]:
     """Re-hash each node's file now and flag the node with what was found.
 
     Every node gains ``verified`` (the bytes equal the indexed ones),
