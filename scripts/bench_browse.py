@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from memory_forest.browse import browse
+    from memory_forest.forest import Forest
     from memory_forest.snapshot import scan
 
     work = Path(tempfile.mkdtemp(prefix="bench-browse-"))
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         generated = time.perf_counter() - started
 
         started = time.perf_counter()
-        scan(root)
+        scan(Forest.open(root))
         scanned = time.perf_counter() - started
 
         wall, cpu = time.perf_counter(), time.process_time()

@@ -44,6 +44,7 @@ from bench_scale import CLI_ENV, fixed_queries, our_executable, prepared_forest
 from docblock import write_block
 
 from memory_forest import operations, semantic, semantic_state
+from memory_forest.forest import Forest
 from memory_forest.statefiles import index_path, state_dir, vectors_path
 
 DOCS_FILE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
@@ -135,7 +136,7 @@ def fill_vectors(root: Path) -> dict:
     semantic.Model.passages = passages
     try:
         started = time.perf_counter()
-        done = semantic.embed(root, enable=True)
+        done = semantic.embed(Forest.open(root), enable=True)
     finally:
         semantic.Model.passages = real
     progress(f"filled {done['chunks']} chunk vectors for {done['embedded']} documents in "

@@ -214,12 +214,13 @@ def first_push_scan(root: Path) -> dict:
 def in_process(root: Path, runs: int) -> dict:
     """Beside git: the whole-forest check (what every sync with changes ran before it
     settled by change), and what a first push scans."""
-    from memory_forest.checks import check
+    from memory_forest.checks import check_forest
+    from memory_forest.forest import Forest
 
     checks = []
     for _ in range(runs):
         started = time.perf_counter()
-        check(root)
+        check_forest(Forest.open(root))
         checks.append(time.perf_counter() - started)
     return {"check_in_process_s": {"median": round(statistics.median(checks), 3),
                                    "runs": [round(w, 3) for w in checks]},

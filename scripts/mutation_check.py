@@ -64,8 +64,8 @@ BREAKAGES: tuple[Breakage, ...] = (
     ),
     Breakage(
         "verify compares sizes only, not sha256", "retrieve.py",
-        (('seen[path] = _state_of(root, path, node["sha256"], max_bytes, strict)',
-          'seen[path] = _state_of(root, path, node["size"], max_bytes, strict)'),
+        (('seen[path] = _state_of(forest, path, node["sha256"], strict)',
+          'seen[path] = _state_of(forest, path, node["size"], strict)'),
          ("    changed = current != indexed_sha256\n",
           "    changed = len(data) != indexed_sha256\n")),
         ("tests/cli/test_cli_retrieval.py", "tests/test_index.py"),

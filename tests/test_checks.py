@@ -31,16 +31,17 @@ def _break(root: Path) -> None:
 
 def test_every_command_reports_what_the_one_check_found(example: Path, tmp_path: Path):
     _break(example)
-    found = checks.check(example).issues
+    found = checks.check_forest(Forest.open(example)).issues
     strict = [issue.to_dict() for issue in found]
     graded = [issue.to_dict() for issue in for_indexing(found)]
     assert {issue["code"] for issue in strict} == {
         "link_not_canonical", "link_parent_missing", "mode_file_not_private"}
     assert operations.audit(example)["issues"] == strict
     assert operations.validate(example)["issues"] == [
-        issue.to_dict() for issue in checks.check(example, audit=False).issues] == [
+        issue.to_dict()
+        for issue in checks.check_forest(Forest.open(example), audit=False).issues] == [
         issue for issue in strict if not issue["code"].startswith("link_")]
-    assert index.build(example)["problems"] == graded
+    assert index.build(Forest.open(example))["problems"] == graded
     assert maintenance.maintain(example)["problems"] == graded
     shown = browse(example, tmp_path / "site")["issues"]
     assert shown == {"errors": 3, "warnings": 0}
@@ -49,7 +50,7 @@ def test_every_command_reports_what_the_one_check_found(example: Path, tmp_path:
 def test_a_recorder_times_each_step_and_counts_as_indexing_grades(example: Path):
     _break(example)
     recorder = checks.Recorder()
-    checked = checks.check(Forest.open(example), recorder=recorder)
+    checked = checks.check_forest(Forest.open(example), recorder=recorder)
     assert list(recorder.steps) == ["scan", "validate", "audit"]
     assert all(step["ok"] and step["duration_ms"] >= 0 for step in recorder.steps.values())
     assert recorder.steps["scan"]["files"] == len(checked.snap.facts) == 12
@@ -74,7 +75,7 @@ def test_a_failed_step_is_recorded_as_not_ok_and_raised():
 def test_triage_stops_at_a_forest_fault_after_the_check_has_counted(example: Path):
     shutil.rmtree(example / "00 life_archive")
     recorder = checks.Recorder()
-    checked = checks.check(example, recorder=recorder)
+    checked = checks.check_forest(Forest.open(example), recorder=recorder)
     raises_code(checked.triage, "layer_missing")
     assert recorder.counts["04 stm"] == 4  # reported even though the run stops here
     outcome = maintenance.maintain(example)
@@ -86,12 +87,12 @@ def test_an_incremental_refresh_rereads_only_what_changed(example_forest: Path):
     for folder, _, names in os.walk(example_forest):
         for name in names:
             os.utime(Path(folder) / name, ns=(hour_ago, hour_ago))
-    index.build(example_forest, full=True)
+    index.build(Forest.open(example_forest), full=True)
     (example_forest / KIMCHI).write_text(
         (example_forest / KIMCHI).read_text(encoding="utf-8") + "\nMore brine.\n",
         encoding="utf-8")
     recorder = checks.Recorder()
-    done = index.refresh(example_forest, recorder=recorder)
+    done = index.refresh(Forest.open(example_forest), recorder=recorder)
     assert recorder.steps["read"]["read"] == 1
     assert done.written == {**done.written, "mode": "incremental", "changed": 1,
                             "unchanged": 11}
@@ -100,7 +101,9 @@ def test_an_incremental_refresh_rereads_only_what_changed(example_forest: Path):
 
 
 @pytest.mark.parametrize("audit", [True, False])
-def test_check_takes_a_forest_or_a_path(example_forest: Path, audit: bool):
+def test_validate_and_audit_take_a_forest_or_a_path(example_forest: Path, audit: bool):
+    check = operations.audit if audit else operations.validate
     with Forest.open(example_forest) as forest:
-        assert checks.check(forest, audit=audit).issues == \
-            checks.check(example_forest, audit=audit).issues == []
+        by_handle = check(forest)
+    by_path = check(example_forest)
+    assert by_handle["ok"] and by_handle == by_path

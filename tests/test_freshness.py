@@ -14,6 +14,7 @@ from conftest import raises_code
 from forestkit import write_doc
 
 from memory_forest import index, retrieve
+from memory_forest.forest import Forest
 from memory_forest.writers.supersede import supersede
 
 KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
@@ -44,7 +45,7 @@ def test_without_frontmatter_updated_the_mtime_stands_in(example):
     write_doc(example, rel, "Sauerkraut", "Sauerkraut crock at 2 percent salt.", "stm-kraut")
     stamp = 1_764_000_000  # 2025-11-24T16:00:00Z
     os.utime(example / rel, (stamp, stamp))
-    index.build(example)
+    index.build(Forest.open(example))
     kraut = node(retrieve.retrieve(example, "sauerkraut crock"), rel)
     assert kraut["updated"] == "2025-11-24T16:00:00Z"
     assert abs(kraut["age_days"] - (time.time() - stamp) / DAY_S) <= 0.06
@@ -65,7 +66,7 @@ def test_a_successor_the_index_does_not_hold_has_no_path(example):
     (example / ZAATAR).write_text(text.replace('status: "active"', 'status: "superseded"\n'
                                                'superseded_by: "stm-nowhere"'),
                                   encoding="utf-8")
-    index.build(example)
+    index.build(Forest.open(example))
     old = node(retrieve.retrieve(example, "zaatar blend"), ZAATAR)
     assert old["superseded_by"] == "stm-nowhere" and old["superseded_by_path"] is None
 
@@ -76,7 +77,7 @@ def test_since_and_until_bound_where_a_trail_ends(example):
     text = (example / rel).read_text(encoding="utf-8")
     (example / rel).write_text(text.replace('status: "active"', 'status: "active"\n'
                                             'updated: "2026-12-02T10:00:00Z"'), encoding="utf-8")
-    index.build(example)
+    index.build(Forest.open(example))
     assert {KIMCHI, rel} <= set(ends(retrieve.retrieve(example, "kimchi batch")))
     assert ends(retrieve.retrieve(example, "kimchi batch", since="2026-12-01")) == [rel]
     until = retrieve.retrieve(example, "kimchi batch", until="2026-11-28")

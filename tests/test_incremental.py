@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_forest import checks, index, operations, retrieve
+from memory_forest.forest import Forest
 from memory_forest.statefiles import index_path
 from memory_forest.store import lookups
 
@@ -269,7 +270,7 @@ def full_rebuild_state(root: Path) -> tuple[dict, dict]:
     kept = index_path(root).with_name("kept.sqlite3")
     shutil.copy2(index_path(root), kept)
     try:
-        report = index.build(root, full=True)
+        report = index.build(Forest.open(root), full=True)
         return index_state(root), report
     finally:
         os.replace(kept, index_path(root))
@@ -289,12 +290,12 @@ def test_incremental_index_and_problems_equal_a_full_rebuild(steps):
         changes = Changes(root)
         changes.backdate()
         os.utime(root / "01 xltm/XLTM.md", ns=(changes.clock, changes.clock))
-        index.build(root, full=True)
+        index.build(Forest.open(root), full=True)
         for number, (change, seed) in enumerate(steps):
             changes.step = number
             getattr(changes, change)(seed)
             changes.backdate()
-            report = index.build(root)
+            report = index.build(Forest.open(root))
             assert report["mode"] == "incremental"
             full_state, full_report = full_rebuild_state(root)
             assert index_state(root) == full_state, f"after {steps[:number + 1]}"
@@ -309,19 +310,19 @@ def _indexed_example(tmp_path: Path) -> tuple[Path, Changes]:
     operations.init(root, example=True)
     changes = Changes(root)
     changes.backdate()
-    index.build(root, full=True)
+    index.build(Forest.open(root), full=True)
     return root, changes
 
 
 def test_one_edit_reads_one_file_and_no_change_reads_none(tmp_path):
     root, changes = _indexed_example(tmp_path)
     recorder = checks.Recorder()
-    assert index.refresh(root, recorder=recorder).written["mode"] == "incremental"
+    assert index.refresh(Forest.open(root), recorder=recorder).written["mode"] == "incremental"
     assert recorder.steps["read"]["read"] == 0
     changes.edit(3)
     changes.backdate()
     recorder = checks.Recorder()
-    index.refresh(root, recorder=recorder)
+    index.refresh(Forest.open(root), recorder=recorder)
     assert recorder.steps["read"]["read"] == 1
 
 
@@ -330,7 +331,7 @@ def test_a_deleted_branch_rechecks_its_leaves_and_nothing_else(tmp_path):
     root, changes = _indexed_example(tmp_path)
     os.unlink(root / "03 mtm/kitchen/fermentation.md")
     recorder = checks.Recorder()
-    done = index.refresh(root, recorder=recorder)
+    done = index.refresh(Forest.open(root), recorder=recorder)
     leaves = {"04 stm/kitchen/fermentation/kimchi-batch-7.md",
               "04 stm/kitchen/fermentation/zaatar-blend.md"}
     # The branch's children and the tree that linked down to it: nothing from the greenhouse.
@@ -358,7 +359,7 @@ def test_a_file_replaced_with_its_old_size_and_mtime_is_seen_by_its_inode(tmp_pa
     os.utime(root / (rel + ".new"), ns=(st.st_atime_ns, st.st_mtime_ns))
     os.replace(root / (rel + ".new"), path)
     assert os.stat(path).st_ino != st.st_ino and os.stat(path).st_mtime_ns == st.st_mtime_ns
-    report = index.build(root)
+    report = index.build(Forest.open(root))
     assert (report["mode"], report["changed"]) == ("incremental", 1)
     full_state, _ = full_rebuild_state(root)
     assert index_state(root) == full_state

@@ -2,8 +2,9 @@
 
 ``make test`` runs ``lint-imports`` on the tree itself; these tests run it on
 a copy of the package with one import added, so they show that an import
-running up a layer fails the check even when it hides inside a function, and
-that a module no layer holds fails it too.
+running up a layer fails the check even when it hides inside a function,
+that a module no layer holds fails it too, and that naming the ``Forest``
+handle below it only for annotations does not.
 """
 
 from __future__ import annotations
@@ -50,3 +51,17 @@ def test_a_module_no_layer_holds_breaks_it(tmp_path):
     done = lint(tmp_path, {"stray.py": '"""A module nobody placed."""\n'})
     assert done.returncode == 1
     assert "memory_forest.stray" in done.stdout
+
+
+def test_naming_the_handle_for_annotations_below_it_keeps_it(tmp_path):
+    """The store and checks layers spell ``Forest`` in signatures under ``TYPE_CHECKING``."""
+    done = lint(tmp_path, {"text.py": "\n\nfrom typing import TYPE_CHECKING\n\n"
+                           "if TYPE_CHECKING:\n    from .forest import Forest\n\n\n"
+                           "def _named(forest: Forest) -> None:\n    pass\n"})
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_importing_the_handle_below_it_at_run_time_breaks_it(tmp_path):
+    done = lint(tmp_path, {"snapshot.py": "\n\nfrom .forest import Forest as _Handle  # noqa\n"})
+    assert done.returncode == 1
+    assert "memory_forest.snapshot is not allowed to import memory_forest.forest" in done.stdout

@@ -14,6 +14,7 @@ import yaml
 
 from memory_forest import operations
 from memory_forest.browse import browse
+from memory_forest.forest import Forest
 from memory_forest.snapshot import scan
 
 
@@ -30,7 +31,7 @@ def markdown_files(root: Path) -> list[Path]:
 
 def test_every_canonical_wikilink_resolves_by_obsidians_rule(forest: Path) -> None:
     """Obsidian resolves ``[[T]]`` (no extension) to ``T.md`` under the vault root."""
-    snap = scan(forest)
+    snap = scan(Forest.open(forest))
     checked = 0
     for path, facts in snap.facts.items():
         if path.endswith(".jsonl"):

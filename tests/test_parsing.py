@@ -21,6 +21,7 @@ from forestkit import skeleton, write_doc, write_file
 
 from memory_forest import parsing
 from memory_forest.config import DEFAULT_LIMITS, load_config
+from memory_forest.forest import Forest
 from memory_forest.parsing import Parsed, parse
 from memory_forest.safety import Entry, walk
 from memory_forest.snapshot import scan
@@ -121,7 +122,7 @@ def test_a_scan_of_many_files_uses_the_pool_and_matches_a_serial_read(tmp_path: 
     entries = walk(root, DEFAULT_LIMITS).files
     assert len(entries) > parsing.POOL_THRESHOLD
     serial = list(parse(root, entries, load_config(root).limits, True, pool=False))
-    snap = scan(root)
+    snap = scan(Forest.open(root))
     assert snap.facts == {r.path: r.facts for r in serial if r.facts is not None}
     assert list(snap.facts) == [r.path for r in serial if r.facts is not None]
     assert not multiprocessing.active_children()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ from forestkit import canonical_state, write_doc, write_file
 from memory_forest import operations
 from memory_forest.errors import ForestError
 from memory_forest.forest import Forest
-from memory_forest.placement import MIN_MARGIN, place, slug
+from memory_forest.placement import MIN_MARGIN, place
 from memory_forest.writers.remember import remember
 
 FERMENTATION = "03 mtm/kitchen/fermentation.md"
@@ -75,15 +74,6 @@ def test_a_new_leaf_never_takes_an_existing_name(indexed):
     # A leaf on disk the index does not know yet counts too, whatever its case.
     write_doc(indexed, "04 stm/kitchen/fermentation/Kimchi-Batch-7-2.md", "Hand made", "x")
     assert placed(indexed, "More notes.", title="Kimchi batch 7").leaf == "kimchi-batch-7-3"
-
-
-def test_slugs_are_nfc_words_joined_by_hyphens():
-    assert slug("Kimchi batch 8: less salt!") == "kimchi-batch-8-less-salt"
-    decomposed = "Cafe\u0301 cre\u0300me brule\u0301e"
-    assert slug(decomposed) == unicodedata.normalize("NFC", "café crème brulée").replace(" ", "-")
-    assert slug("배추김치 7번 숙성") == "배추김치-7번-숙성"
-    assert slug("one two three four five six seven eight") == "one-two-three-four-five-six"
-    assert len(slug("x" * 500)) == 60 and slug("— ? —") == "note"
 
 
 def test_the_inbox_is_never_a_confident_placement(indexed):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_forest.text import STOPWORDS, TOKENIZER, index_text, query_terms
+from memory_forest.text import STOPWORDS, TOKENIZER, index_text, query_terms, slug
 
 SAFE_TERM = re.compile(r"[^\W_]+|[\w\u0300-\u036f\u0600-\u06ff]+")
 
@@ -117,3 +118,41 @@ def test_analysis_is_deterministic_and_every_term_finds_its_own_text(text):
     terms = query_terms(text)
     if terms:
         assert matches(text, text)
+
+
+def test_a_slug_is_the_first_words_nfc_lower_case_joined_by_hyphens():
+    assert slug("Kimchi batch 8: less salt!", "note") == "kimchi-batch-8-less-salt"
+    decomposed = "Cafe\u0301 cre\u0300me brule\u0301e"
+    assert slug(decomposed, "note") == unicodedata.normalize("NFC", "café-crème-brulée")
+    assert slug("배추김치 7번 숙성", "note") == "배추김치-7번-숙성"
+    assert slug("one two three four five six seven eight", "note") == "one-two-three-four-five-six"
+    assert slug("x" * 500, "note") == "x" * 60
+    assert slug("alpha " + "b" * 70, "note") == "alpha"  # a word that would overflow ends it
+
+
+def test_the_fallback_is_the_callers_and_stands_in_when_no_word_is_left():
+    assert slug("— ? —", "note") == "note"
+    assert slug("", "entry") == "entry"
+    assert slug("김치", "entry", ascii_only=True) == "entry"
+
+
+def test_an_ascii_slug_folds_accents_and_drops_what_has_no_ascii_form():
+    assert slug("ÉTÉ: le sécateur", "entry", ascii_only=True) == "ete-le-secateur"
+    assert slug("Boiler service booked for 9 December", "entry", ascii_only=True) \
+        == "boiler-service-booked-for-9-december"
+    assert slug("Café 김치 day", "entry", ascii_only=True) == "cafe-day"
+    assert slug("Taille d\u2019été", "entry", ascii_only=True) == "taille-d-ete"
+    assert slug("ÉTÉ: le sécateur", "note") == "été-le-sécateur"  # the same words, kept
+
+
+@given(st.text(max_size=300), st.sampled_from(["note", "entry"]), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_every_slug_is_a_safe_name(text, fallback, ascii_only):
+    name = slug(text, fallback, ascii_only=ascii_only)
+    assert 0 < len(name) <= 60 and name == unicodedata.normalize("NFC", name)
+    assert not name.startswith((".", "-")) and "/" not in name and "\\" not in name
+    # Letters, digits and the marks lower case can add (a dotted capital I keeps its dot).
+    assert all(part and all(ch.isalnum() or unicodedata.category(ch) == "Mn" for ch in part)
+               for part in name.split("-"))
+    if ascii_only:
+        assert re.fullmatch(r"[a-z0-9][a-z0-9-]*", name)

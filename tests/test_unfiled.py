@@ -14,6 +14,7 @@ from conftest import raises_code
 
 from memory_forest import gate, gate_receipt, index, indexreader, retrieve, schemas
 from memory_forest.documents import split_frontmatter
+from memory_forest.forest import Forest
 from memory_forest.store import lookups
 from memory_forest.writers.capture import capture_events, inline_events
 from memory_forest.writers.daily import apply_daily
@@ -211,12 +212,12 @@ def test_only_the_layers_that_promote_a_capture_file_it(example):
     # LTM: a branch citing an event, or an archive record citing an entry, files neither.
     cite_from(example, "03 mtm/greenhouse/irrigation.md", event)
     cite_from(example, "00 life_archive/2025-first-greenhouse-season.md", entry)
-    index.build(example)
+    index.build(Forest.open(example))
     assert ("event", out["shard"], event_id) in store_unfiled(example)
     assert ("entry", "05 daily/2026-11-28.md", "d-20261128-tomato") in store_unfiled(example)
     cite_from(example, "02 ltm/greenhouse_LTM.md", entry)
     cite_from(example, "04 stm/greenhouse/irrigation/tomato-leaf-spots.md", event)
-    index.build(example)
+    index.build(Forest.open(example))
     assert store_unfiled(example) == []
 
 
@@ -230,6 +231,6 @@ def test_an_unfiled_capture_behind_many_filed_better_matches_is_found(example):
                             "cellar and the pipes and the tank")
     leaf = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
     cite_from(example, leaf, *(f"{strong['shard']}#{event_id}" for event_id in strong["event_ids"]))
-    index.build(example)
+    index.build(Forest.open(example))
     found = unfiled_of(example, "boiler")
     assert [u["event_id"] for u in found] == weak["event_ids"]

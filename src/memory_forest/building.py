@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .store import filerows, statements
 
 if TYPE_CHECKING:
-    from pathlib import Path
 
     from .checks import Recorder
     from .config import Config
     from .facts import Facts, Fragment
+    from .forest import Forest
     from .issues import Issue
     from .parsing import Parsed
     from .quarantine import Triage
@@ -76,12 +76,12 @@ class Refreshed:
         self.config = config
 
 
-def surveyed(root: Path, recorder: Recorder | None) -> Snapshot:
+def surveyed(forest: Forest, recorder: Recorder | None) -> Snapshot:
     """The walk, with the documents per layer it found counted at once, so a run that stops
     at a later step still reports them."""
     from .snapshot import survey
 
-    snap = survey(root)
+    snap = survey(forest)
     if recorder is not None:
         recorder.counts = snap.layer_counts()
     return snap

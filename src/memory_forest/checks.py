@@ -1,9 +1,9 @@
 """The check of a whole forest: scan it, validate it, audit it; then triage it for indexing.
 
-``validate``, ``audit`` and ``browse`` report what ``check`` finds. Index
+``validate``, ``audit`` and ``browse`` report what ``check_forest`` finds. Index
 builds run the same rules in the same order (``building.judge``), over the
 whole forest or over the files a change can affect.
-(``writers/check.py`` applies the same rules to the neighbourhood of a staged
+(``writers/check.check_staged`` applies the same rules to the neighbourhood of a staged
 write instead of the whole forest.)
 
 ``maintain`` reports how long each step took by handing in a ``Recorder``;
@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ForestError
 
 if TYPE_CHECKING:
-    from .config import Opened
+    from .forest import Forest
     from .issues import Issue
     from .quarantine import Triage
     from .snapshot import Snapshot
@@ -79,8 +78,8 @@ class Checked:
         return triage(self.issues, self.snap.entries, self.snap.unread)
 
 
-def check(forest: Opened | str | Path, audit: bool = True,
-          recorder: Recorder | None = None) -> Checked:
+def check_forest(forest: Forest, audit: bool = True,
+                 recorder: Recorder | None = None) -> Checked:
     """Scan, validate and (unless ``audit`` is false) audit the forest: its links, and its
     provenance (``audit.provenance``), which only a whole-forest check can judge."""
     from . import audit as audit_rules

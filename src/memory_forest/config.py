@@ -7,10 +7,9 @@ importing pydantic would cost more than the whole lookup.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from .errors import ForestError
 from .jsonio import StrictJSONError, loads_strict
@@ -53,29 +52,6 @@ def new_config_bytes() -> bytes:
         "layers": [layer.dirname for layer in LAYERS],
     }
     return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-
-
-class Opened(Protocol):
-    """What the layers below ``forest.Forest`` need of it, so they never import it."""
-
-    root: Path
-    config: Config
-
-    def reader(self) -> Any:
-        """The forest's read-only index connection, opened once and reused."""
-
-
-def root_and_config(forest: Opened | str | os.PathLike[str]) -> tuple[Path, Config]:
-    """The root and config of an opened forest (read once by it), or of a root path.
-
-    A path is checked (``safety.open_root``) and its config read now.
-    """
-    if hasattr(type(forest), "config"):  # a handle; asking the instance would read it
-        return forest.root, forest.config
-    from .safety import open_root
-
-    root = open_root(forest)
-    return root, load_config(root)
 
 
 def load_config(root: Path) -> Config:

@@ -8,9 +8,10 @@ limits. The read-only index connection is opened on first use and shared
 by every phase of the call (the gate's route and retrieve use one
 connection), and closed with the handle.
 
-A function that is handed a path instead of a ``Forest`` wraps it with
-``Forest.of`` (or ``opened``, which also closes what it opened), so library
-callers and tests may keep passing paths.
+The functions the catalog names take a ``ForestLike`` (a handle or a root
+path) and open it once with ``opened`` (which also closes what it opened),
+so library callers and tests may keep passing paths; every function below
+them takes the ``Forest``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Forest:
         return cls(open_root(root))
 
     @classmethod
-    def of(cls, forest: Forest | str | os.PathLike[str]) -> Forest:
+    def of(cls, forest: ForestLike) -> Forest:
         """``forest`` itself when it is already a handle, else the handle of that path."""
         return forest if isinstance(forest, Forest) else cls.open(forest)
 
@@ -84,6 +85,11 @@ class Forest:
         return f"Forest({str(self.root)!r})"
 
 
+# What the library's entry points (the functions the catalog names) accept: a handle, or
+# the path of a root they open once. Everything below them takes a ``Forest``.
+ForestLike = Forest | str | os.PathLike[str]
+
+
 class opened:  # lower case: it reads as a call, ``with opened(forest) as forest``
     """The handle of ``forest`` for one call: a handle passes through, a path is opened.
 
@@ -94,7 +100,7 @@ class opened:  # lower case: it reads as a call, ``with opened(forest) as forest
 
     __slots__ = ("forest", "owned")
 
-    def __init__(self, forest: Forest | str | os.PathLike[str]) -> None:
+    def __init__(self, forest: ForestLike) -> None:
         self.owned = not isinstance(forest, Forest)
         self.forest = Forest.of(forest)
 

@@ -67,13 +67,12 @@ in the catalog with every other operation's.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from . import SCHEMA_VERSION
 from .digest import sha256_hex
 from .errors import ForestError
-from .forest import Forest
+from .forest import Forest, ForestLike
 from .hookcontext import (
     DEFAULT_CONTEXT_BYTES,
     HOOK_EVENT,
@@ -168,7 +167,7 @@ class _Refused(Exception):
 # --- the gate operation ---------------------------------------------------------------------
 
 
-def consult(forest: Forest | str | Path, data: bytes, limit: int = DEFAULT_LIMIT,
+def consult(forest: ForestLike, data: bytes, limit: int = DEFAULT_LIMIT,
             strict: bool = False, lexical: bool = False) -> dict[str, Any]:
     """The receipt for one turn given as raw bytes (UTF-8, at most ``MAX_INPUT_BYTES``).
 
@@ -190,7 +189,7 @@ def consult(forest: Forest | str | Path, data: bytes, limit: int = DEFAULT_LIMIT
         return failure(_code_of(exc), digest)
 
 
-def _lookup(forest: Forest | str | Path, turn: str, digest: str, limit: int,
+def _lookup(forest: ForestLike, turn: str, digest: str, limit: int,
             strict: bool, lexical: bool = False) -> dict[str, Any]:
     """Route, then retrieve, one turn; both phases run for every non-blank turn."""
     from . import retrieve as retrieval
@@ -325,7 +324,7 @@ def _code_of(exc: BaseException) -> str:
 # --- host adapters --------------------------------------------------------------------------
 
 
-def answer(forest: Forest | str | Path, raw: bytes, format: str, limit: int,
+def answer(forest: ForestLike, raw: bytes, format: str, limit: int,
            strict: bool = False, lexical: bool = False,
            context_bytes: int = DEFAULT_CONTEXT_BYTES) -> tuple[dict[str, Any], int]:
     """The object to print and the exit code for one gate run in ``format``.

@@ -31,7 +31,7 @@ from typing import Any
 
 from .envelope import result
 from .errors import ForestError, usage_error
-from .forest import Forest
+from .forest import Forest, ForestLike
 
 EVENT = "UserPromptSubmit"
 TIMEOUT_SECONDS = 30
@@ -64,7 +64,7 @@ def gate_command(root: Path, client: Client, context_bytes: int | None = None) -
                        "--format", client.gate_format, *budget])
 
 
-def install(client: str, root: Forest | str | Path | None = None,
+def install(client: str, root: ForestLike | None = None,
             settings: str | Path | None = None, dry_run: bool = False,
             context_bytes: int | None = None) -> dict[str, Any]:
     """Add the gate as a ``UserPromptSubmit`` hook; a no-op when it is already there.

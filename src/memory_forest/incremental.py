@@ -27,7 +27,6 @@ from __future__ import annotations
 import bisect
 import sqlite3
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .building import (
@@ -50,11 +49,12 @@ from .testhooks import crash_point
 if TYPE_CHECKING:
     from .building import Progress
     from .checks import Recorder
+    from .forest import Forest
     from .parsing import Parsed
     from .safety import Entry
     from .snapshot import Snapshot
 
-def update(root: Path, progress: Progress | None = None,
+def update(forest: Forest, progress: Progress | None = None,
            recorder: Recorder | None = None) -> Refreshed:
     """Bring an existing index of this schema and reader up to date with the disk."""
     from .checks import timed
@@ -63,7 +63,8 @@ def update(root: Path, progress: Progress | None = None,
     from .snapshot import Presence
     from .validate import casefold_collisions
 
-    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), listed)
+    root = forest.root
+    snap = timed(recorder, "scan", lambda: surveyed(forest, recorder), listed)
     limits, entries = snap.config.limits, snap.entries
     docs = snap.documents
     con = sqlite3.connect(index_path(root))

@@ -53,8 +53,8 @@ from .testhooks import crash_point
 
 if TYPE_CHECKING:
     from .checks import Recorder
-    from .config import Opened
     from .facts import Facts
+    from .forest import Forest
     from .issues import Issue
     from .quarantine import Triage
     from .routes import Route
@@ -66,7 +66,7 @@ INSERT_BATCH = 256  # documents per executemany in a full build
 # --- the index as a whole -------------------------------------------------------------------
 
 
-def usable(forest: Opened) -> bool:
+def usable(forest: Forest) -> bool:
     """Whether a writer (holding the lock) can use the index as it is, after healing its files.
 
     False for an absent index and for one a full build would replace, so a
@@ -83,7 +83,7 @@ def usable(forest: Opened) -> bool:
     return True
 
 
-def repair(forest: Opened) -> dict[str, Any]:
+def repair(forest: Forest) -> dict[str, Any]:
     """``doctor --repair`` (under the lock): the index's files healed, and a full rebuild
     when the index is still unusable; an absent index with nothing beside it is left to
     ``index``."""
@@ -92,18 +92,18 @@ def repair(forest: Opened) -> dict[str, Any]:
     if usable(forest) or not (damaged or index_path(root).exists()):
         return {"healed": damaged, "rebuilt": False}
     try:
-        build(root, full=True)
+        build(forest, full=True)
     except ForestError as exc:  # a forest-level fault: the rest of the report says which
         return {"healed": damaged, "rebuilt": False, "error": exc.code}
     return {"healed": damaged, "rebuilt": True}
 
 
-def state(forest: Opened | Path) -> dict[str, Any]:
+def state(forest: Forest) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
     from .quarantine import left_out
     from .snapshot import survey
 
-    root = forest.root if hasattr(type(forest), "config") else _root(forest)
+    root = forest.root
     if not index_path(root).exists():
         return {"state": "absent"}
     try:
@@ -123,23 +123,17 @@ def state(forest: Opened | Path) -> dict[str, Any]:
     return {"state": "current", **counts}
 
 
-def _root(path: Path) -> Path:
-    from .safety import open_root
-
-    return open_root(path)
-
-
 # --- building -------------------------------------------------------------------------------
 
 
-def build(root: Path, full: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+def build(forest: Forest, full: bool = False, progress: Progress | None = None) -> dict[str, Any]:
     """Check the forest, then bring the index up to date (caller holds the lock).
 
     Only a forest-level fault raises; a document that cannot be read is quarantined
     and reported in ``problems``.
     """
     started = time.perf_counter()
-    done = refresh(root, full, progress)
+    done = refresh(forest, full, progress)
     return {**done.written, **done.triage.fields(), "warnings": done.triage.counts()["warnings"],
             "seconds": round(time.perf_counter() - started, 4)}
 
@@ -150,7 +144,7 @@ _REBUILDABLE = {"index_schema_mismatch": "schema_mismatch", "index_corrupt": "in
                 "index_unavailable": "index_unavailable"}
 
 
-def refresh(root: Path, full: bool = False, progress: Progress | None = None,
+def refresh(forest: Forest, full: bool = False, progress: Progress | None = None,
             recorder: Recorder | None = None) -> Refreshed:
     """Build incrementally when the index allows it, else in full.
 
@@ -158,14 +152,15 @@ def refresh(root: Path, full: bool = False, progress: Progress | None = None,
     walk and the reads; ``validate``; ``audit``; ``index``: the write). An
     incremental build that had to start over says why in ``rebuilt``.
     """
+    root = forest.root
     healed = indexheal.heal(root)
     reason = None if full else _why_not_incremental(root)
     if not full and reason is None:
         from .incremental import update
 
-        done = update(root, progress, recorder)
+        done = update(forest, progress, recorder)
     else:
-        done = rebuild(root, progress, recorder)
+        done = rebuild(forest, progress, recorder)
     if reason and reason != "absent":
         done.written["rebuilt"] = reason
     if healed:
@@ -192,7 +187,7 @@ def _why_not_incremental(root: Path) -> str | None:
         con.close()
 
 
-def rebuild(root: Path, progress: Progress | None = None,
+def rebuild(forest: Forest, progress: Progress | None = None,
             recorder: Recorder | None = None) -> Refreshed:
     """Read every document into a new index file, judge the forest, publish the file.
 
@@ -205,7 +200,8 @@ def rebuild(root: Path, progress: Progress | None = None,
     from .snapshot import Presence
     from .validate import casefold_collisions
 
-    snap = timed(recorder, "scan", lambda: surveyed(root, recorder), listed)
+    root = forest.root
+    snap = timed(recorder, "scan", lambda: surveyed(forest, recorder), listed)
     refuse_forest_faults(snap)  # a missing layer is known before anything is read
     if not state_dir(root).exists():
         mkdir_private(state_dir(root))
@@ -326,7 +322,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def update_paths(forest: Opened | Path, paths: list[str] | set[str]) -> dict[str, Any]:
+def update_paths(forest: Forest, paths: list[str] | set[str]) -> dict[str, Any]:
     """Re-describe exactly ``paths`` from the disk, in one transaction (writers, under the lock).
 
     Writers check the forest around the files they touch (docs/writing.md),
@@ -337,12 +333,11 @@ def update_paths(forest: Opened | Path, paths: list[str] | set[str]) -> dict[str
     neighbours, so the problem list catches up with what the writer did.
     The limits are the writer's ``Forest``'s, so one write reads its config once.
     """
-    from .config import root_and_config
     from .parsing import parse
     from .safety import Entry
 
     started = time.perf_counter()
-    root, config = root_and_config(forest)
+    root, config = forest.root, forest.config
     counts = {"added": 0, "changed": 0, "deleted": 0, "unchanged": 0}
     indexheal.heal(root)  # a FIFO beside the index would hang this open
     con = sqlite3.connect(index_path(root))

@@ -15,12 +15,11 @@ the operator's explicit choice and each keeping every byte:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from . import index
 from .audit import CHAIN_CODES
-from .checks import check
+from .checks import check_forest
 from .errors import ForestError
 from .forest import Forest
 from .quarantine import MODE_CODES
@@ -32,7 +31,7 @@ def unrecoverable(forest: Forest, exc: ForestError) -> ForestError:
     """``journal_corrupt`` with what the journal still tells, and the one command that
     gets out of it: the restore when it can be done, else setting the journal aside."""
     try:
-        journal_torn.restore_plan(forest.root, forest.limits["max_file_bytes"])
+        journal_torn.restore_plan(forest)
         hint, extra = journal_torn.RESTORE_HINT, {}
     except ForestError as refused:
         if refused.code != "journal_restore_refused":
@@ -49,7 +48,7 @@ def unrecoverable(forest: Forest, exc: ForestError) -> ForestError:
 def restore(forest: Forest, exc: ForestError) -> dict[str, Any]:
     """Put the before-state back from the journal, set it aside, re-describe the files."""
     root = forest.root
-    plan = journal_torn.restore_plan(root, forest.limits["max_file_bytes"])
+    plan = journal_torn.restore_plan(forest)
     done = journal_torn.restore(root, plan)
     where = journal_torn.set_aside(root)
     if index_path(root).exists():
@@ -59,7 +58,7 @@ def restore(forest: Forest, exc: ForestError) -> dict[str, Any]:
             "paths": plan.paths, **done}
 
 
-def set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
+def set_aside(forest: Forest, exc: ForestError) -> dict[str, Any]:
     """Move an unrecoverable journal aside, but only over a forest that audits clean.
 
     Every canonical file is replaced by a rename, so none is ever half-written;
@@ -71,9 +70,10 @@ def set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
     whole, and which no edit can mend). Otherwise the journal stays, with its
     images, and the operator fixes the files named first.
     """
+    root = forest.root
     described = journal.describe(root)
     inside = state_rel(JOURNAL)  # the journal's own oddities are why it goes
-    problems = [issue for issue in check(root).issues
+    problems = [issue for issue in check_forest(forest).issues
                 if issue.level == "error" and issue.code not in MODE_CODES | CHAIN_CODES
                 and issue.path != inside and not issue.path.startswith(inside + "/")]
     if problems:
@@ -86,6 +86,6 @@ def set_aside(root: Path, exc: ForestError) -> dict[str, Any]:
                            "journal": described})
     where = journal_torn.set_aside(root)
     if index_path(root).exists():
-        index.build(root)  # the journal's files may be newer than their index rows
+        index.build(forest)  # the journal's files may be newer than their index rows
     return {"action": "set_aside", "set_aside": where, "reason": exc.code,
             "paths": described.get("paths", [])}

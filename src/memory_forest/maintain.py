@@ -24,7 +24,7 @@ from typing import Any
 from .checks import Recorder, elapsed_ms
 from .digest import sha256_hex
 from .errors import ForestError
-from .forest import Forest
+from .forest import Forest, ForestLike
 from .lockline import DEFAULT_WAIT
 from .safety import open_regular, read_regular
 
@@ -34,7 +34,7 @@ LOG_MAX_BYTES = 1024 * 1024
 PROBLEMS_EXIT_CODE = 3
 
 
-def maintain(forest: Forest | str | Path, verify_all: bool = False,
+def maintain(forest: ForestLike, verify_all: bool = False,
              log: str | Path | None = None, consolidate: bool = False,
              sync: bool = False, semantic_budget: str | None = None,
              wait: float = DEFAULT_WAIT) -> dict[str, Any]:
@@ -45,7 +45,8 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
     budget = None if semantic_budget is None else parse_budget(semantic_budget)
     from .snapshot import refuse_non_forest
 
-    root = Forest.of(forest).root
+    forest = Forest.of(forest)
+    root = forest.root
     refuse_non_forest(root)  # before the lock: a folder that is no forest gets nothing written
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     started = time.perf_counter()
@@ -54,14 +55,14 @@ def maintain(forest: Forest | str | Path, verify_all: bool = False,
         with lock.interruptible():
             owner = run.step("lock", lambda: lock.acquire(root, "maintain", wait))
             try:
-                outcome = _checked_run(root, run, verify_all)
+                outcome = _checked_run(forest, run, verify_all)
                 checked = outcome.get("error", {}).get("code") in (None, "maintain_problems")
                 if budget is not None and checked:
-                    _embed(root, run, budget)
+                    _embed(forest, run, budget)
                 if consolidate and checked:
-                    run.step("consolidate", lambda: _consolidate(root), _proposed)
+                    run.step("consolidate", lambda: _consolidate(forest), _proposed)
                 if sync and checked:
-                    run.step("sync", lambda: _sync(root), _synced)
+                    run.step("sync", lambda: _sync(forest), _synced)
             finally:
                 lock.release(root, owner)
     except ForestError as exc:
@@ -90,16 +91,16 @@ class _Run(Recorder):
         self.quarantined = 0
 
 
-def _checked_run(root: Path, run: _Run, verify_all: bool) -> dict[str, Any]:
+def _checked_run(forest: Forest, run: _Run, verify_all: bool) -> dict[str, Any]:
     from . import index
     from .writers import journal
 
-    run.step("journal", lambda: journal.recover(root), _recovered)
-    done = index.refresh(root, recorder=run)  # a forest-level fault raises here
+    run.step("journal", lambda: journal.recover(forest), _recovered)
+    done = index.refresh(forest, recorder=run)  # a forest-level fault raises here
     triage = done.triage
     run.problems = [issue.to_dict() for issue in triage.problems]
     run.quarantined = triage.left_out
-    verified = run.step("verify", lambda: _verify(root, done.config, done.expected(), verify_all),
+    verified = run.step("verify", lambda: _verify(forest, done.expected(), verify_all),
                         dict)
     if verified["mismatched"]:
         run.steps["verify"]["ok"] = False
@@ -144,14 +145,14 @@ def parse_budget(text: str) -> float:
     return seconds
 
 
-def _embed(root: Path, run: _Run, budget: float) -> None:
+def _embed(forest: Forest, run: _Run, budget: float) -> None:
     """Embed the documents that have no vectors yet, within the budget, when semantic
     ranking is on for the forest. A missing extra is reported in the step and the run goes
     on: the index, which retrieval needs, is already built."""
     from . import semantic
 
     try:
-        run.step("semantic", lambda: semantic.embed(root, budget=budget), _embedded)
+        run.step("semantic", lambda: semantic.embed(forest, budget=budget), _embedded)
     except ForestError as exc:
         if exc.code not in ("semantic_unavailable", "semantic_model_mismatch"):
             raise
@@ -164,12 +165,12 @@ def _embedded(done: dict[str, Any]) -> dict[str, Any]:
                                        "embeddable") if key in done}
 
 
-def _consolidate(root: Path) -> dict[str, Any]:
+def _consolidate(forest: Forest) -> dict[str, Any]:
     """A proposal for what nothing has filed yet, made under this run's lock."""
     from .writers.consolidate import propose
 
-    with Forest.open(root) as forest:
-        return propose(forest)
+    with Forest(forest.root) as fresh:  # the check rebuilt the index: read the new one
+        return propose(fresh)
 
 
 def _proposed(made: dict[str, Any]) -> dict[str, Any]:
@@ -180,11 +181,11 @@ def _proposed(made: dict[str, Any]) -> dict[str, Any]:
             "skipped": len(made["skipped"])}
 
 
-def _sync(root: Path) -> dict[str, Any]:
+def _sync(forest: Forest) -> dict[str, Any]:
     """Commit, merge and push through git, under this run's lock (docs/sync.md)."""
     from .sync import under_lock
 
-    return under_lock(root)
+    return under_lock(forest)
 
 
 def _synced(done: dict[str, Any]) -> dict[str, Any]:
@@ -204,7 +205,7 @@ def _recovered(outcome: dict[str, Any] | None) -> dict[str, Any]:
     return {"recovered": 1, "action": outcome["action"]}
 
 
-def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[str, Any]:
+def _verify(forest: Forest, expected: set[str], verify_all: bool) -> dict[str, Any]:
     """Compare the index with the files: every path always, hashes of a sample or of all.
 
     ``expected`` are the paths that should have rows: the documents not quarantined.
@@ -212,7 +213,8 @@ def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[st
     from . import indexreader
     from .store import filerows
 
-    con = indexreader.connect(root)
+    root = forest.root
+    con = indexreader.connect(root)  # the index this run just built, not the handle's
     with con:
         indexed = filerows.digests(con)
     con.close()
@@ -220,7 +222,7 @@ def _verify(root: Path, config, expected: set[str], verify_all: bool) -> dict[st
     paths = sorted(set(indexed) & expected)
     if not verify_all:
         paths = random.Random(len(paths)).sample(paths, min(SAMPLE_SIZE, len(paths)))
-    limit = config.limits["max_file_bytes"]
+    limit = forest.limits["max_file_bytes"]
     for path in paths:
         data = read_regular(root, path, limit)
         if sha256_hex(data) != indexed[path]:

@@ -47,6 +47,7 @@ from typing import Any
 from . import __version__, catalog
 from .catalog import FLAG, FLOAT, INT, TEXT, TEXTS, Operation, Param
 from .errors import ForestError
+from .forest import Forest, ForestLike
 
 SERVER_NAME = "memory-forest"
 INSTALL_HINT = "pip install -e '.[mcp]' (in the memory-forest clone's folder)"
@@ -173,14 +174,12 @@ def _model(operation: Operation) -> Any:
     return _MODELS[operation.name]
 
 
-def serve(forest: Any) -> None:
+def serve(forest: ForestLike) -> None:
     """Check the root and the SDK, then serve over stdin/stdout until the client leaves.
 
-    ``forest`` is a ``Forest`` or a root path; each tool call opens its own handle, so a
-    long-running server sees the config and index as they are now.
+    Each tool call opens its own handle, so a long-running server sees the config and
+    index as they are now.
     """
-    from .forest import Forest
-
     root = Forest.of(forest).root
     anyio, _, _ = _sdk()
     anyio.run(_serve, root)

@@ -7,17 +7,15 @@ file's current bytes, saying whether they still match the index.
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .digest import sha256_hex
 from .errors import ForestError, usage_error
-from .forest import Forest, opened
+from .forest import Forest, ForestLike, opened
 from .layers import layer_for
-from .retrieve import check, node_of
+from .retrieve import node_of, verify_nodes
 from .store import lookups
-from .store.lookups import Node
+from .store.lookups import DocRow
 
 if TYPE_CHECKING:
     from .results import OpenResult
@@ -26,7 +24,7 @@ SOURCE_LAYERS = (5, 6)  # Daily and ISTM: raw sources, opened only when asked fo
 _EXTENSIONS = (".md", ".jsonl")  # what a wikilink-style name without extension may mean
 
 
-def open_document(forest: Forest | str | Path, path: str, allow_source_layers: bool = False
+def open_document(forest: ForestLike, path: str, allow_source_layers: bool = False
                   ) -> OpenResult:
     """The current bytes of one document, named by path, path without extension, or id.
 
@@ -43,7 +41,7 @@ def open_document(forest: Forest | str | Path, path: str, allow_source_layers: b
     from .envelope import result
 
     with opened(forest) as forest:
-        path, row = _resolve(forest.reader(), forest.root, path)
+        path, row = _resolve(forest, path)
         layer = layer_for(path.split("/", 1)[0])
         if layer.number in SOURCE_LAYERS and not allow_source_layers:
             raise usage_error("source_layer_not_allowed",
@@ -53,7 +51,7 @@ def open_document(forest: Forest | str | Path, path: str, allow_source_layers: b
             return result("open", **_unindexed(forest, path), body_included=True,
                           indexed=False)
         node = node_of(row)
-        data = check(forest, [node]).get(path)
+        data = verify_nodes(forest, [node]).get(path)
         if data is None:  # gone or unreadable since indexing: nothing current to return
             from .safety import read_regular
 
@@ -62,7 +60,7 @@ def open_document(forest: Forest | str | Path, path: str, allow_source_layers: b
                   body_included=True, indexed=True)
 
 
-def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, Node | None]:
+def _resolve(forest: Forest, name: str) -> tuple[str, DocRow | None]:
     """The canonical path a name stands for, and its index row (None when not indexed).
 
     The extension is added only to a name that has none (``x.MD`` stays the
@@ -72,6 +70,7 @@ def _resolve(con: sqlite3.Connection, root: Path, name: str) -> tuple[str, Node 
 
     from .routes import parse_route
 
+    con, root = forest.reader(), forest.root
     candidates = [name]
     if not name.lower().endswith(_EXTENSIONS):
         candidates += [name + ext for ext in _EXTENSIONS]

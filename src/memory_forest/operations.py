@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .envelope import result
 from .errors import ForestError
-from .forest import Forest, opened
+from .forest import Forest, ForestLike, opened
 from .issues import has_errors, summarize
 from .lockline import DEFAULT_WAIT
 
@@ -60,7 +60,8 @@ def init(target: str | Path, example: bool = False, inbox: bool = False) -> dict
     if inbox:
         from .writers.remember import create_inbox
 
-        receipt = create_inbox(target)
+        with opened(target) as forest:
+            receipt = create_inbox(forest)
         written += [item["path"] for item in receipt["touched"]]
     return result("init", root=target.name, example=example, inbox=inbox,
                   layers=[layer.dirname for layer in LAYERS], files=sorted(set(written)))
@@ -111,16 +112,18 @@ def _write_example(staging: Path) -> list[str]:
 # --- validate and audit ---------------------------------------------------------------------
 
 
-def validate(root: str | Path) -> dict[str, Any]:
-    from .checks import check
+def validate(root: ForestLike) -> dict[str, Any]:
+    from .checks import check_forest
 
-    return _report("validate", check(root, audit=False))
+    with opened(root) as forest:
+        return _report("validate", check_forest(forest, audit=False))
 
 
-def audit(root: str | Path) -> dict[str, Any]:
-    from .checks import check
+def audit(root: ForestLike) -> dict[str, Any]:
+    from .checks import check_forest
 
-    return _report("audit", check(root))
+    with opened(root) as forest:
+        return _report("audit", check_forest(forest))
 
 
 def _report(operation: str, checked: Checked) -> dict[str, Any]:
@@ -145,7 +148,7 @@ def _report(operation: str, checked: Checked) -> dict[str, Any]:
 # --- index ---------------------------------------------------------------------------------
 
 
-def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
+def index(forest: ForestLike, full: bool = False, progress: Any = None,
           wait: float = DEFAULT_WAIT, semantic: bool = False) -> dict[str, Any]:
     """Validate and audit, then bring the derived index up to date, holding the lock.
 
@@ -163,7 +166,7 @@ def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
     with opened(forest) as forest:
         refuse_non_forest(forest.root)  # before the lock, which is written beside the root
         with lock.held(forest.root, "index --full" if full else "index", wait=wait):
-            summary = forest_index.build(forest.root, full=full, progress=progress)
+            summary = forest_index.build(forest, full=full, progress=progress)
         forest.forget_index()  # a full build replaced the file the handle may have open
         if semantic:
             from . import semantic as dense
@@ -172,7 +175,7 @@ def index(forest: Forest | str | Path, full: bool = False, progress: Any = None,
             # Outside the lock, but a stop signal still ends it as one 'interrupted' object;
             # each committed batch stays (the next run embeds only the rest).
             with lock.interruptible():
-                summary["semantic"] = dense.embed(forest.root, enable=True, progress=embedding)
+                summary["semantic"] = dense.embed(forest, enable=True, progress=embedding)
     return result("index", **summary)
 
 
@@ -185,7 +188,7 @@ def _phase(progress: Any, label: str) -> Any:
 # --- unlock --------------------------------------------------------------------------------
 
 
-def unlock(forest: Forest | str | Path, stale: bool = False) -> dict[str, Any]:
+def unlock(forest: ForestLike, stale: bool = False) -> dict[str, Any]:
     """Remove a stale lock; a live one, or a call without ``stale``, is refused."""
     from . import lock
     from .errors import usage_error
@@ -199,7 +202,7 @@ def unlock(forest: Forest | str | Path, stale: bool = False) -> dict[str, Any]:
 # --- doctor ---------------------------------------------------------------------------------
 
 
-def doctor(forest: Forest | str | Path, repair: bool = False, wait: float = DEFAULT_WAIT,
+def doctor(forest: ForestLike, repair: bool = False, wait: float = DEFAULT_WAIT,
            set_aside_journal: bool = False, restore_journal: bool = False) -> dict[str, Any]:
     """Bounded diagnostics. Fails only when the root cannot be inspected at all.
 
@@ -265,13 +268,11 @@ def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
         try:
             listing = walk(root, config.limits)
             report["counts"] = listed_per_layer(listing)
-            report["conflict_copies"] = _conflict_copies(root, listing.files,
-                                                         config.limits["max_file_bytes"])
+            report["conflict_copies"] = _conflict_copies(forest, listing.files)
             report["walk"] = {"files": len(listing.files), "dirs": len(listing.dirs),
                               "bytes": listing.total_bytes, "issues": len(listing.issues),
                               "ignored": listing.ignored}
-            report["istm"] = _chain_state(root, [entry.path for entry in listing.files],
-                                          config.limits["max_file_bytes"])
+            report["istm"] = _chain_state(forest, [entry.path for entry in listing.files])
         except ForestError as exc:
             report["walk"] = {"error": exc.to_dict()}
     # Named before the index state is read: reading it rolls a hot journal back.
@@ -286,7 +287,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
     return report
 
 
-def _conflict_copies(root: Path, files, max_bytes: int) -> list[str]:
+def _conflict_copies(forest: Forest, files) -> list[str]:
     """What ``sync`` kept both ways (at most 50): the conflict copies filed beside a record
     both machines changed, and the conflict entries in Daily records (``<path>#<entry>``).
 
@@ -302,7 +303,7 @@ def _conflict_copies(root: Path, files, max_bytes: int) -> list[str]:
             found.append(entry.path)
         elif entry.path.startswith("05 daily/") and entry.path.endswith(".md"):
             try:
-                data = read_regular(root, entry.path, max_bytes)
+                data = read_regular(forest.root, entry.path, forest.limits["max_file_bytes"])
             except ForestError:
                 continue  # validate reports it
             if b"-conflict-" not in data:
@@ -316,7 +317,7 @@ def _conflict_copies(root: Path, files, max_bytes: int) -> list[str]:
     return found[:50]
 
 
-def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]:
+def _chain_state(forest: Forest, paths: list[str]) -> dict[str, int]:
     """How many ISTM events carry the hash chain, and how many (in how many files) do not.
 
     Events captured before chains existed have no ``prev`` field. They are not
@@ -335,7 +336,7 @@ def _chain_state(root: Path, paths: list[str], max_bytes: int) -> dict[str, int]
              "unchained_files": 0, "unreadable": 0}
     for name in names:
         try:
-            data = read_regular(root, prefix + name, max_bytes)
+            data = read_regular(forest.root, prefix + name, forest.limits["max_file_bytes"])
         except ForestError:
             state["unreadable"] += 1
             continue
@@ -374,7 +375,7 @@ def _repair(forest: Forest, wait: float, way_out: str | None) -> dict[str, Any]:
             if way_out is None:
                 raise journalrepair.unrecoverable(forest, exc) from None
             recovered = journalrepair.restore(forest, exc) if way_out == "restore" \
-                else journalrepair.set_aside(root, exc)
+                else journalrepair.set_aside(forest, exc)
         from . import index, statedebris
         from .modes import repair_modes
         from .semantic_state import heal
@@ -412,7 +413,7 @@ _NEXT_STEP = {
 }
 
 
-def status(forest: Forest | str | Path) -> StatusResult:
+def status(forest: ForestLike) -> StatusResult:
     """A short readiness summary for an agent: can memory be consulted right now?
 
     ``ready`` is true when the index exists and can be read, so route,

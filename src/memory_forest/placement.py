@@ -35,9 +35,7 @@ leaf's name and title are derived from it.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,7 +43,7 @@ from .forest import Forest
 from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
 from .routes import CONFLICT_COPY, children_prefix, mtm_path, stm_path
 from .store import lookups
-from .text import query_terms
+from .text import query_terms, slug
 
 INBOX_TREE = "inbox"
 INBOX_BRANCH = "inbox"
@@ -56,11 +54,9 @@ MIN_COVERAGE = 0.3  # the branch must hold this share of the fact's terms
 MIN_MARGIN = 1.5  # and outscore the next branch by this factor, or the choice is a guess
 CANDIDATE_DEPTH = 50  # documents ranked per fact: enough to find every serious branch
 
-SLUG_WORDS = 6
-SLUG_CHARS = 60
+LEAF_FALLBACK = "note"  # a leaf's name when the fact has no word to name it by
 TITLE_WORDS = 8
 TITLE_CHARS = 80
-_SLUG_WORD = re.compile(r"[^\W_]+")
 _TITLE_TRIM = ".,;:!?-\u2013\u2014 "
 
 Action = Literal["new_leaf", "append", "inbox"]
@@ -205,23 +201,10 @@ def _first_words(text: str) -> str:
     return " ".join(words).strip(_TITLE_TRIM) or "Note"
 
 
-def slug(text: str) -> str:
-    """A leaf name from text: its first words, lower case, NFC, joined by hyphens."""
-    words = _SLUG_WORD.findall(unicodedata.normalize("NFC", text).lower())
-    name = ""
-    for word in words[:SLUG_WORDS]:
-        longer = f"{name}-{word}" if name else word
-        if len(longer) > SLUG_CHARS:
-            name = name or word[:SLUG_CHARS]
-            break
-        name = longer
-    return unicodedata.normalize("NFC", name) or "note"
-
-
 def _unique_leaf(forest: Forest, con: sqlite3.Connection, tree: str, branch: str,
                  named: str) -> str:
-    """``slug(named)``, or with ``-2``, ``-3``... when the branch already has a leaf of that
-    name (case folded, on disk or in the index)."""
+    """``slug(named)`` (``note`` when it has no word), or with ``-2``, ``-3``... when the
+    branch already has a leaf of that name (case folded, on disk or in the index)."""
     branch_path = mtm_path(tree, branch)
     taken = {row.path.rsplit("/", 1)[1][:-3].casefold()
              for row in lookups.children(con, branch_path, children_prefix(branch_path) or "")}
@@ -230,7 +213,7 @@ def _unique_leaf(forest: Forest, con: sqlite3.Connection, tree: str, branch: str
             taken.update(entry.name.removesuffix(".md").casefold() for entry in listing)
     except OSError:
         pass  # no folder yet (or unreadable): the index's names are all there is to avoid
-    base = slug(named)
+    base = slug(named, LEAF_FALLBACK)
     name, number = base, 1
     while name.casefold() in taken:
         number += 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 
 from .store import lookups, schema
-from .store.lookups import Node
+from .store.lookups import DocRow
 
 # A pasted page can hold thousands of distinct words; the rarest ones in the index
 # carry the question, and the bound keeps every lookup's cost bounded too.
@@ -146,7 +146,7 @@ def _count(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
 
 
 def hits(con: sqlite3.Connection, expression: str, layers: tuple[int, ...], limit: int,
-          columns: str = "") -> list[tuple[Node, float]]:
+          columns: str = "") -> list[tuple[DocRow, float]]:
     """Best ``limit`` documents for an expression, scored by BM25 (higher is better).
 
     FTS5 ranks fastest on its own (``ORDER BY rank LIMIT`` without a join), so

@@ -21,12 +21,11 @@ import os
 import re
 import sqlite3
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .digest import sha256_hex
 from .errors import ForestError, usage_error
-from .forest import Forest, opened
+from .forest import Forest, ForestLike, opened
 from .layers import layer_for
 from .ranking import (
     INACTIVE,
@@ -38,7 +37,7 @@ from .ranking import (
 )
 from .stamps import from_ns, seconds, utc_stamp
 from .store import lookups
-from .store.lookups import Node
+from .store.lookups import DocRow
 from .text import query_terms
 
 if TYPE_CHECKING:
@@ -127,7 +126,7 @@ def _window(since: str | None, until: str | None) -> tuple[str | None, str | Non
     return low, high
 
 
-def _stamp(row: Node) -> str:
+def _stamp(row: DocRow) -> str:
     """When a document was last updated: its frontmatter's ``updated``, else its mtime."""
     return row.updated or from_ns(row.mtime_ns)
 
@@ -136,7 +135,7 @@ def _age_days(stamp: str, now: float) -> float:
     return round((now - seconds(stamp)) / DAY_S, 1)
 
 
-def node_of(row: Node) -> dict[str, Any]:
+def node_of(row: DocRow) -> dict[str, Any]:
     return {"path": row.path, "layer": row.layer, "title": row.title, "id": row.doc_id,
             "status": row.status, "sha256": row.sha256, "size": row.size,
             "mtime_ns": row.mtime_ns}
@@ -145,7 +144,7 @@ def node_of(row: Node) -> dict[str, Any]:
 # --- route and search -----------------------------------------------------------------------
 
 
-def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
+def route(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
           layer: list[str] | None = None, strict: bool = False) -> RouteResult:
     """Candidates whose path or title matches: where in the forest to look."""
     from .envelope import result
@@ -157,11 +156,11 @@ def route(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
             terms = chosen_terms(con, terms)
             found = hits(con, any_of(terms), wanted, limit, columns="title path") if terms else []
         results = [{**node_of(row), "score": score} for row, score in found]
-        check(forest, results, strict)
+        verify_nodes(forest, results, strict)
     return result("route", count=len(results), results=results)
 
 
-def search(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
+def search(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
            layer: list[str] | None = None, include_body: bool = False,
            strict: bool = False) -> SearchResult:
     """Documents whose body matches. Bodies only with ``include_body``: the current bytes."""
@@ -174,7 +173,7 @@ def search(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
             terms = chosen_terms(con, terms)
             found = hits(con, any_of(terms), wanted, limit) if terms else []
         results = [{**node_of(row), "score": score} for row, score in found]
-        bodies = check(forest, results, strict)
+        bodies = verify_nodes(forest, results, strict)
     if include_body:
         for item in results:
             data = bodies.get(item["path"])
@@ -185,8 +184,8 @@ def search(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
 # --- checking results against the files ----------------------------------------------------
 
 
-def check(forest: Forest, nodes: list[dict[str, Any]], strict: bool = False
-          ) -> dict[str, bytes]:
+def verify_nodes(forest: Forest, nodes: list[dict[str, Any]], strict: bool = False
+                 ) -> dict[str, bytes]:
     """Re-hash each node's file now and flag the node with what was found.
 
     Every node gains ``verified`` (the bytes equal the indexed ones),
@@ -199,22 +198,21 @@ def check(forest: Forest, nodes: list[dict[str, Any]], strict: bool = False
     read error with its own code, as a caller that vouches for content needs.
     Returns the bytes read, by path, so a body is never read twice.
     """
-    root, max_bytes = forest.root, forest.limits["max_file_bytes"]
     seen: dict[str, tuple[dict[str, Any], bytes | None]] = {}
     for node in nodes:
         path = node["path"]
         if path not in seen:
-            seen[path] = _state_of(root, path, node["sha256"], max_bytes, strict)
+            seen[path] = _state_of(forest, path, node["sha256"], strict)
         node.update(seen[path][0])
     return {path: data for path, (_, data) in seen.items() if data is not None}
 
 
-def _state_of(root: Path, path: str, indexed_sha256: str | None, max_bytes: int,
+def _state_of(forest: Forest, path: str, indexed_sha256: str | None,
               strict: bool) -> tuple[dict[str, Any], bytes | None]:
     from .safety import read_regular
 
     try:
-        data = read_regular(root, path, max_bytes)
+        data = read_regular(forest.root, path, forest.limits["max_file_bytes"])
     except ForestError as exc:
         if strict and exc.code == "not_found":
             raise _stale(path) from None
@@ -258,7 +256,7 @@ class _Trail:
         return self.nodes[-1]
 
 
-def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT,
+def retrieve(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
              query_plan: Any = None, strict: bool = False, no_unfiled: bool = False,
              since: str | None = None, until: str | None = None,
              lexical: bool = False) -> RetrieveResult:
@@ -267,7 +265,7 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
 
     ``query_plan`` is a parsed ``QueryPlan`` (or None). Trails with evidence
     from the original query always rank ahead of trails found only by its probes.
-    Every node is re-hashed and flagged (``check``); ``strict`` fails closed
+    Every node is re-hashed and flagged (``verify_nodes``); ``strict`` fails closed
     on a changed file instead. ``unfiled`` lists, after the trails and never
     inside one, the best ``UNFILED_LIMIT`` ISTM events and Daily entries no
     record has promoted yet (``no_unfiled`` leaves them out): raw evidence,
@@ -310,7 +308,8 @@ def retrieve(forest: Forest | str | Path, query: str, limit: int = DEFAULT_LIMIT
             unfiled = [] if no_unfiled else _unfiled(con, queries[0], window)
             left_out = _left_out(con, own)
             partial = dense is not None and dense.partial(con)
-        check(forest, [*(node for trail in ranked for node in trail.nodes), *unfiled], strict)
+        verify_nodes(forest, [*(node for trail in ranked for node in trail.nodes), *unfiled],
+                     strict)
     return result("retrieve", count=len(ranked), trails=[_render(t) for t in ranked],
                   unfiled=unfiled, left_out=left_out, body_included=False, probes=len(queries) - 1,
                   ranking="lexical" if dense is None else "fused", ranking_reason=reason,

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import sqlite3
 
     from .building import Progress
+    from .forest import Forest
 
 # The documents that can end a trail are the ones worth embedding.
 LAYERS = (1, 2, 3, 4)
@@ -147,7 +148,7 @@ def enabled(root: Path) -> bool:
         return True
 
 
-def embed(root: Path, enable: bool = False, budget: float | None = None,
+def embed(forest: Forest, enable: bool = False, budget: float | None = None,
           progress: Progress | None = None) -> dict[str, Any]:
     """Embed the structured documents the vectors do not hold yet (caller built the index).
 
@@ -160,7 +161,6 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
     indexed is skipped: its vectors follow its next ``index``.
     """
     from . import indexreader
-    from .config import load_config
     from .parsing import read_one
     from .routes import parse_route
     from .safety import Entry
@@ -168,13 +168,14 @@ def embed(root: Path, enable: bool = False, budget: float | None = None,
     from .testhooks import crash_point
 
     started = time.monotonic()
+    root = forest.root
     if not enable and not enabled(root):
         return {"enabled": False}
     # Turning it on proves the model first: a forest is never marked on with no way to use it.
     # A writer always hashes the model, then vouches for its stat to the readers.
     embedder = model() if enable else None
-    limits = load_config(root).limits
-    con = indexreader.connect(root)
+    limits = forest.limits
+    con = indexreader.connect(root)  # the index the caller just built, not the handle's
     try:
         wanted = vectorfile.embeddable(con, LAYERS)
     finally:
@@ -249,7 +250,7 @@ def _new_generation(vectors: sqlite3.Connection) -> None:
     vectorfile.set_vectors_meta(vectors, GENERATION_KEY, os.urandom(8).hex())
 
 
-def coverage(forest: Any) -> dict[str, Any]:
+def coverage(forest: Forest) -> dict[str, Any]:
     """Whether semantic ranking is on, how many embeddable documents have vectors, and
     what retrieval does with them (``state``), without loading the model (``status``,
     ``stats``).
@@ -405,7 +406,7 @@ _searchers: dict[tuple, Searcher] = {}
 QUERY_THREADS = 1
 
 
-def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
+def searcher(forest: Forest) -> tuple[Searcher | None, str | None]:
     """The forest's dense searcher, or None and why retrieval stays lexical.
 
     The reason is ``semantic_off`` (never turned on), ``no_vectors`` (on, but
@@ -441,7 +442,7 @@ def searcher(forest: Any) -> tuple[Searcher | None, str | None]:
     return found, reason
 
 
-def _loaded_searcher(forest: Any, path: Path) -> tuple[Searcher | None, str | None]:
+def _loaded_searcher(forest: Forest, path: Path) -> tuple[Searcher | None, str | None]:
     """``searcher``'s work once the vectors file is known to be a regular file; SQLite's
     and numpy's errors on damaged vectors reach the caller."""
     from .store import vectorfile

@@ -11,8 +11,9 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .config import Config, Opened, root_and_config
+from .config import Config
 from .errors import ForestError
 from .facts import Facts
 from .issues import WARNING, Issue
@@ -21,6 +22,9 @@ from .parsing import routable
 from .routes import Route, parse_route
 from .safety import Entry, Walk, walk
 from .statefiles import CONFIG, STATE_DIR, config_path, state_rel
+
+if TYPE_CHECKING:
+    from .forest import Forest
 
 
 @dataclass
@@ -67,14 +71,14 @@ def unread_of(listing: Walk) -> set[str]:
             if issue.code in ("symlink", "special_file") and routable(issue.path)}
 
 
-def survey(forest: Opened | str | Path) -> Snapshot:
+def survey(forest: Forest) -> Snapshot:
     """Walk the forest without reading a file: the listing and the problems it shows.
 
     Those are the walk's own (modes, symlinks, special files), a missing
     config, badly shaped directories and files at the root: everything an
     incremental build re-derives on every run, because it costs no read.
     """
-    root, config = root_and_config(forest)
+    root, config = forest.root, forest.config
     refuse_non_forest(root)
     listing = walk(root, config.limits)
     files = listing.files
@@ -111,7 +115,7 @@ def refuse_non_forest(root: Path) -> None:
                       "with memory-forest init PATH (a path that does not exist yet)")
 
 
-def scan(forest: Opened | str | Path) -> Snapshot:
+def scan(forest: Forest) -> Snapshot:
     """``survey``, then read and parse every document (route and read problems join
     ``issues``; on a pool of processes when there are many)."""
     from .parsing import parse

@@ -9,16 +9,15 @@ and the index, never a document body.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .forest import Forest
+from .forest import Forest, ForestLike
 
 if TYPE_CHECKING:
     from .results import StatsResult
 
 
-def stats(forest: Forest | str | Path) -> StatsResult:
+def stats(forest: ForestLike) -> StatsResult:
     from . import index
     from .envelope import result
     from .errors import ForestError
@@ -32,7 +31,7 @@ def stats(forest: Forest | str | Path) -> StatsResult:
     listing = walk(forest.root, forest.limits)
     on_disk = listed_per_layer(listing)
     indexed: dict[str, int] = {}
-    state = index.state(forest.root)
+    state = index.state(forest)
     age = problems = None
     if state["state"] in ("current", "stale"):
         try:

@@ -41,7 +41,7 @@ from . import publishing, syncconflicts
 from .config import load_config
 from .envelope import result
 from .errors import ForestError, usage_error
-from .forest import Forest
+from .forest import Forest, ForestLike
 from .gitrepo import Repo
 from .lockline import DEFAULT_WAIT
 from .publishing import Plan, summary
@@ -83,7 +83,7 @@ def gitignore() -> str:
             + "".join(f"{pattern}\n" for pattern in GIT_DEBRIS_PATTERNS))
 
 
-def sync(forest: Forest | str | Path, remote: str | None = None, init: str | None = None,
+def sync(forest: ForestLike, remote: str | None = None, init: str | None = None,
          dry_run: bool = False, allow_secrets: bool = False, wait: float = DEFAULT_WAIT
          ) -> SyncResult:
     from . import gitrepo, lock
@@ -97,25 +97,27 @@ def sync(forest: Forest | str | Path, remote: str | None = None, init: str | Non
     root = handle.root
     gitrepo.executable()  # git_missing before anything else happens
     with lock.held(root, "sync", wait=wait):
-        outcome = _Sync(root, name, dry_run, allow_secrets, named=remote is not None).run(init)
+        outcome = _Sync(handle, name, dry_run, allow_secrets,
+                        named=remote is not None).run(init)
     handle.forget_index()  # a clone's first sync builds the index the handle may hold open
     outcome["seconds"] = round(time.perf_counter() - started, 3)
     return result("sync", **outcome)
 
 
-def under_lock(root: Path, remote: str | None = None) -> dict[str, Any]:
+def under_lock(forest: Forest, remote: str | None = None) -> dict[str, Any]:
     """One sync under the forest lock the caller already holds (``maintain --sync``)."""
     from . import gitrepo
 
     gitrepo.executable()
-    return _Sync(root, remote or DEFAULT_REMOTE, False, False,
+    return _Sync(forest, remote or DEFAULT_REMOTE, False, False,
                  named=remote is not None).run(None)
 
 
 class _Sync:
-    def __init__(self, root: Path, remote: str, dry_run: bool, allow_secrets: bool,
+    def __init__(self, forest: Forest, remote: str, dry_run: bool, allow_secrets: bool,
                  named: bool = False) -> None:
-        self.root, self.remote, self.named = root, remote, named
+        root = forest.root
+        self.forest, self.root, self.remote, self.named = forest, root, remote, named
         self.dry_run, self.allow_secrets = dry_run, allow_secrets
         self.repo = Repo(root)
         config = load_config(root)
@@ -129,7 +131,7 @@ class _Sync:
 
         repo, out = self.repo, self.out
         if not self.dry_run:
-            recovered = journal.recover(self.root)
+            recovered = journal.recover(self.forest)
             out["recovered"] = recovered["action"] if recovered else None
         if not repo.exists():
             if self.dry_run:
@@ -301,7 +303,7 @@ class _Sync:
         """A forest without a repository: what its first commit would take."""
         from .safety import walk
 
-        listing = walk(self.root, Forest.of(self.root).limits)
+        listing = walk(self.root, self.forest.limits)
         return publishing.would_publish_all(self.root, listing, self.publish)
 
     def _would(self, outgoing: Plan) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ForestError
+from .forest import Forest
 from .gitrepo import Repo
 from .issues import Issue, summarize
 from .layers import LAYERS
@@ -64,7 +65,9 @@ def _index(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     from . import index
 
     try:
-        built = index.build(root)  # incremental when an index exists
+        # A handle of its own: the merge may have changed forest.json.
+        with Forest.open(root) as forest:
+            built = index.build(forest)  # incremental when an index exists
     except (ForestError, OSError, sqlite3.Error) as exc:
         failure = derived_failure(exc)  # what was merged is still pushed
         return {"error": failure}, {"error": failure}

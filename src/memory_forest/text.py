@@ -44,6 +44,9 @@ _WORD = re.compile(r"[^\W_]+")
 _ARABIC_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
 _ARABIC_LETTERS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ى": "ي", "ة": "ه"})
 
+SLUG_WORDS = 6
+SLUG_CHARS = 60
+
 # Letters and digits are token characters, everything else separates, exactly as
 # Python's ``\w`` (minus "_") sees words; so both sides cut text at the same places.
 TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N*'"
@@ -86,6 +89,29 @@ def query_terms(query: str) -> list[str]:
             elif run.lower() not in STOPWORDS:
                 terms.setdefault(run.lower(), run)
     return list(terms.values())
+
+
+def slug(text: str, fallback: str, *, ascii_only: bool = False) -> str:
+    """A name made of text's first words, so a file or an entry reads like what it holds.
+
+    Lower case, NFC, letters and digits joined by hyphens, at most ``SLUG_WORDS``
+    words and ``SLUG_CHARS`` characters; ``fallback`` when no word is left.
+    ``ascii_only`` folds accents away and drops what has no ASCII form, for
+    names whose grammar is ASCII (a Daily entry id is an anchor); a route
+    segment may be any NFC text, so a leaf name keeps its script.
+    """
+    words = _WORD.findall(unicodedata.normalize("NFC", text))
+    if ascii_only:  # word by word, so an apostrophe with no ASCII form still separates
+        words = [part for word in words for part in _WORD.findall(
+            unicodedata.normalize("NFKD", word).encode("ascii", "ignore").decode())]
+    name = ""
+    for word in (word.lower() for word in words[:SLUG_WORDS]):
+        longer = f"{name}-{word}" if name else word
+        if len(longer) > SLUG_CHARS:
+            name = name or word[:SLUG_CHARS]
+            break
+        name = longer
+    return unicodedata.normalize("NFC", name) or fallback
 
 
 def _kind(ch: str) -> str | None:

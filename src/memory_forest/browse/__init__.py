@@ -28,7 +28,7 @@ from typing import Any
 
 from ..envelope import result
 from ..errors import ForestError
-from ..forest import Forest
+from ..forest import Forest, ForestLike
 
 ASSETS = ("browse.css", "browse.js")
 MARKER = ".memory-forest-site"
@@ -37,14 +37,13 @@ STALE_BUILD_NS = 60 * 10**9  # a build folder without a readable pid is left alo
 MAX_MARKER_BYTES = 4096
 
 
-def browse(forest: Forest | str | os.PathLike[str], out: str | os.PathLike[str]
-           ) -> dict[str, Any]:
+def browse(forest: ForestLike, out: str | os.PathLike[str]) -> dict[str, Any]:
     """Generate the site for ``forest`` into ``out`` (new or empty)."""
-    from ..checks import check
+    from ..checks import check_forest
 
-    root = Forest.of(forest).root
-    out, state = _check_out(root, out)
-    checked = check(root)
+    forest = Forest.of(forest)
+    out, state = _check_out(forest.root, out)
+    checked = check_forest(forest)
     snap, issues = checked.snap, checked.issues
     _clear_stale_builds(out)
     build = _claim_build(out)

@@ -2,7 +2,7 @@
 
 What a turn asks the index (the ranking's BM25 scores, a trail's rows, the
 captures no document has promoted, the files left out that hold a query's
-words), with rows named by ``Node`` and ``Fragment`` so callers never
+words), with rows named by ``DocRow`` and ``FragmentRow`` so callers never
 depend on the column order.
 
 Kept light on purpose: retrieval imports it on every agent turn, so it
@@ -24,7 +24,7 @@ from .schema import chunked, path_key, path_text
 _BM25 = "bm25(terms, 2.0, 1.0, 1.0)"
 
 
-class Node(NamedTuple):
+class DocRow(NamedTuple):
     """One document's index row, as retrieval reads it."""
 
     rowid: int
@@ -42,22 +42,22 @@ class Node(NamedTuple):
     superseded_by: str | None
 
 
-_SELECT_NODE = ", ".join(f"d.{column}" for column in Node._fields)
+_SELECT_DOC = ", ".join(f"d.{column}" for column in DocRow._fields)
 
 
-def ranked(con: sqlite3.Connection, match: str, window: int) -> list[tuple[Node, float]]:
+def ranked(con: sqlite3.Connection, match: str, window: int) -> list[tuple[DocRow, float]]:
     """The best ``window`` documents for a MATCH expression, with their raw BM25 (lower is better).
 
     FTS5 ranks fastest on its own (``ORDER BY`` score ``LIMIT`` without a
     join), so the ranking runs in a subquery and only its rows are joined.
     """
     rows = con.execute(
-        f"SELECT {_SELECT_NODE}, ranked.score FROM (SELECT rowid, {_BM25} AS score "
+        f"SELECT {_SELECT_DOC}, ranked.score FROM (SELECT rowid, {_BM25} AS score "
         "FROM terms WHERE terms MATCH ? ORDER BY score LIMIT ?) AS ranked "
         "JOIN docs d ON d.rowid = ranked.rowid",
         (match, window),
     ).fetchall()
-    return [(Node._make(row[:-1]), row[-1]) for row in rows]
+    return [(DocRow._make(row[:-1]), row[-1]) for row in rows]
 
 
 def scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]:
@@ -66,22 +66,22 @@ def scores(con: sqlite3.Connection, expression: str) -> list[tuple[int, float]]:
                        (expression,)).fetchall()
 
 
-def nodes(con: sqlite3.Connection, paths: list[str]) -> list[Node]:
+def nodes(con: sqlite3.Connection, paths: list[str]) -> list[DocRow]:
     """The rows of these paths; a path with no row is left out."""
     if not paths:
         return []
     marks = ",".join("?" * len(paths))
-    rows = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path IN ({marks})", paths)
-    return [Node._make(row) for row in rows]
+    rows = con.execute(f"SELECT {_SELECT_DOC} FROM docs d WHERE d.path IN ({marks})", paths)
+    return [DocRow._make(row) for row in rows]
 
 
-def children(con: sqlite3.Connection, parent_path: str, prefix: str) -> list[Node]:
+def children(con: sqlite3.Connection, parent_path: str, prefix: str) -> list[DocRow]:
     """The indexed documents whose parent is ``parent_path``; their paths start with ``prefix``
     (``routes.children_prefix``), which keeps the read to one range of the path index."""
-    rows = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path >= ? AND d.path < ? "
+    rows = con.execute(f"SELECT {_SELECT_DOC} FROM docs d WHERE d.path >= ? AND d.path < ? "
                        "AND d.parent_path = ? ORDER BY d.path",
                        (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1), parent_path))
-    return [Node._make(row) for row in rows]
+    return [DocRow._make(row) for row in rows]
 
 
 def holding(con: sqlite3.Connection, term: str, rowids: list[int]) -> set[int]:
@@ -96,19 +96,19 @@ def holding(con: sqlite3.Connection, term: str, rowids: list[int]) -> set[int]:
     return found
 
 
-def doc_by_path(con: sqlite3.Connection, path: str) -> Node | None:
-    row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.path = ?", (path,)).fetchone()
-    return None if row is None else Node._make(row)
+def doc_by_path(con: sqlite3.Connection, path: str) -> DocRow | None:
+    row = con.execute(f"SELECT {_SELECT_DOC} FROM docs d WHERE d.path = ?", (path,)).fetchone()
+    return None if row is None else DocRow._make(row)
 
 
-def doc_by_id(con: sqlite3.Connection, doc_id: str) -> Node | None:
+def doc_by_id(con: sqlite3.Connection, doc_id: str) -> DocRow | None:
     """The document with this id; the first by path if a broken forest holds it twice."""
-    row = con.execute(f"SELECT {_SELECT_NODE} FROM docs d WHERE d.doc_id = ? "
+    row = con.execute(f"SELECT {_SELECT_DOC} FROM docs d WHERE d.doc_id = ? "
                       "ORDER BY d.path LIMIT 1", (doc_id,)).fetchone()
-    return None if row is None else Node._make(row)
+    return None if row is None else DocRow._make(row)
 
 
-class Fragment(NamedTuple):
+class FragmentRow(NamedTuple):
     """One unpromoted capture: an ISTM event or a Daily entry, as the index knows it."""
 
     kind: str  # "event" or "entry"
@@ -141,7 +141,7 @@ def _observed_between(since: str | None, until: str | None) -> tuple[str, list[s
 
 
 def unfiled(con: sqlite3.Connection, limit: int | None = None, *, since: str | None = None,
-            until: str | None = None) -> list[Fragment]:
+            until: str | None = None) -> list[FragmentRow]:
     """Every capture no document has promoted, oldest first (those without a time last).
 
     ``since`` and ``until`` (RFC 3339 UTC, as ``documents.utc_stamp`` spells
@@ -154,12 +154,12 @@ def unfiled(con: sqlite3.Connection, limit: int | None = None, *, since: str | N
     if limit is not None:
         sql += " LIMIT ?"
         args.append(limit)
-    return [Fragment._make(row) for row in con.execute(sql, args)]
+    return [FragmentRow._make(row) for row in con.execute(sql, args)]
 
 
 def unfiled_matching(con: sqlite3.Connection, match: str, limit: int, *,
                      since: str | None = None, until: str | None = None
-                     ) -> list[tuple[Fragment, float]]:
+                     ) -> list[tuple[FragmentRow, float]]:
     """The best ``limit`` unpromoted captures for a MATCH expression, with their BM25 (higher
     is better, as ``ranking.hits`` gives it).
 
@@ -180,7 +180,7 @@ def unfiled_matching(con: sqlite3.Connection, match: str, limit: int, *,
         if len(rows) >= limit or not _more_matches(con, match, window):
             break
         window *= 4
-    return [(Fragment._make(row[:-1]), round(-row[-1], 6)) for row in rows[:limit]]
+    return [(FragmentRow._make(row[:-1]), round(-row[-1], 6)) for row in rows[:limit]]
 
 
 def _more_matches(con: sqlite3.Connection, match: str, window: int) -> bool:
@@ -288,12 +288,12 @@ def _holding_code(issues: list[list[str]]) -> str:
 
 
 def nodes_with_hashes(con: sqlite3.Connection, hashes: list[str],
-                      layers: tuple[int, ...]) -> list[Node]:
+                      layers: tuple[int, ...]) -> list[DocRow]:
     """The indexed documents of these layers whose bytes have one of these hashes."""
-    found: list[Node] = []
+    found: list[DocRow] = []
     marks = ",".join("?" * len(layers))
     for chunk in chunked(hashes):
-        found += [Node._make(row) for row in con.execute(
-            f"SELECT {_SELECT_NODE} FROM docs d WHERE d.sha256 IN ({','.join('?' * len(chunk))})"
+        found += [DocRow._make(row) for row in con.execute(
+            f"SELECT {_SELECT_DOC} FROM docs d WHERE d.sha256 IN ({','.join('?' * len(chunk))})"
             f" AND d.layer_number IN ({marks})", [*chunk, *layers])]
     return found

@@ -24,13 +24,12 @@ import datetime as dt
 import json
 import os
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import chain
 from ..digest import sha256_hex
 from ..errors import ForestError
-from ..forest import Forest
+from ..forest import ForestLike, opened
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..lockline import DEFAULT_CAPTURE_WAIT
 from .redact import redact_value, refuse_secret_name
@@ -275,7 +274,7 @@ def _stored(stage: Stage, path: str, event_id: str,
 # --- the command ------------------------------------------------------------------------------
 
 
-def capture_events(forest: Forest | str | Path, events: list[dict[str, Any]],
+def capture_events(forest: ForestLike, events: list[dict[str, Any]],
                    transaction_id: str | None = None,
                    wait: float = DEFAULT_CAPTURE_WAIT) -> CaptureResult:
     """Capture events (from ``parse_input`` for a file or stdin, ``inline_events`` for a tool).
@@ -289,4 +288,5 @@ def capture_events(forest: Forest | str | Path, events: list[dict[str, Any]],
     def prepare(stage: Stage) -> None:
         stage.details.update(stage_events(stage, events)[0])
 
-    return transact(forest, "capture", events, transaction_id, prepare, wait)
+    with opened(forest) as forest:
+        return transact(forest, "capture", events, transaction_id, prepare, wait)

@@ -26,7 +26,7 @@ from ..validate import validate
 from .view import View
 
 
-def check(view: View, staged: dict[str, bytes], new_dirs: list[str]) -> dict[str, Any]:
+def check_staged(view: View, staged: dict[str, bytes], new_dirs: list[str]) -> dict[str, Any]:
     """Raise ``write_invalid`` (or ``forest_invalid``) unless the result would be clean."""
     config = view.config
     limits = config.limits

@@ -26,27 +26,27 @@ import datetime as dt
 import math
 import re
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 from ..envelope import result
 from ..errors import ForestError
-from ..forest import Forest, opened
+from ..forest import Forest, ForestLike, opened
 from ..lockline import DEFAULT_WAIT
+from ..text import slug
 from . import proposals
 from .redact import MARKER_PREFIX
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
 SUMMARY_CHARS = 240
-_SLUG_WORDS = 3
+ENTRY_FALLBACK = "entry"  # an entry id's words when the summary has none in ASCII
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[^\]\s]*\]?")  # a shortened one too
 FALLBACK_TITLE = "Note"  # a name when the words of the source would carry a credential
 
 
-def consolidate(forest: Forest | str | Path, limit: int = DEFAULT_LIMIT,
+def consolidate(forest: ForestLike, limit: int = DEFAULT_LIMIT,
                 wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     from .. import lock
 
@@ -62,8 +62,7 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     from ..store import lookups
     from .view import View
 
-    root = forest.root
-    known, problems = proposals.every(root)
+    known, problems = proposals.every(forest)
     # A stale proposal was refused on accept: its sources wait for a fresh one. A decision
     # any machine recorded (canonical, so it outlives this machine's proposals) is final.
     named = {pointer for proposal in known if proposal.status != "stale"
@@ -89,7 +88,7 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     from .plans import parse
 
     checked = parse("proposal", dumps(document))  # stored only as strict as it is read back
-    path = proposals.save(root, document)
+    path = proposals.save(forest, document)
     return result("consolidate", proposal=document, path=path,
                   counts=proposals.counts(checked), message=None, **found)
 
@@ -206,8 +205,8 @@ class _Proposal:
         """``d-YYYYMMDD-<first words>``, numbered when taken (in Daily or any proposal)."""
         from .redact import find_secret
 
-        words = slug(unmarked(summary))
-        base = f"d-{day.replace('-', '')}-{'entry' if find_secret(words) else words}"
+        words = slug(unmarked(summary), ENTRY_FALLBACK, ascii_only=True)
+        base = f"d-{day.replace('-', '')}-{ENTRY_FALLBACK if find_secret(words) else words}"
         number, candidate = 1, base
         while candidate in self.reserved or self.view.entry_paths({candidate}):
             number += 1
@@ -250,14 +249,6 @@ def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
 def unmarked(text: str) -> str:
     """Redacted text without its redaction markers: the words a name or title is made of."""
     return " ".join(_MARKER.sub(" ", text).split())
-
-
-def slug(text: str) -> str:
-    from ..text import STOPWORDS
-
-    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    words = [word[:16] for word in re.findall(r"[a-z0-9]+", folded) if word not in STOPWORDS]
-    return "-".join(words[:_SLUG_WORDS]) or "entry"
 
 
 def day_of(observed_at: str | None, path: str) -> str:

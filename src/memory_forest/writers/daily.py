@@ -10,11 +10,10 @@ and an entry id is unique across all Daily records.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ForestError
-from ..forest import Forest
+from ..forest import ForestLike, opened
 from ..lockline import DEFAULT_WAIT
 from . import parents, plans
 from .markdown import body_of, clean_text, document, headings, neutralize
@@ -92,7 +91,7 @@ def add_sections(stage: Stage, date: str, sections: list[str]) -> tuple[str, boo
     return path, text is None
 
 
-def apply_daily(forest: Forest | str | Path, source: str,
+def apply_daily(forest: ForestLike, source: str,
                 wait: float = DEFAULT_WAIT) -> WriteResult:
     plan = plans.load("daily", source)
     redactions = plans.redact_text(plan)
@@ -118,5 +117,6 @@ def apply_daily(forest: Forest | str | Path, source: str,
                               "entries": [entry.entry_id for entry in plan.entries],
                               "redactions": redactions})
 
-    return transact(forest, "apply_daily", plan.model_dump(mode="json"), plan.transaction_id,
-               prepare, wait)
+    with opened(forest) as forest:
+        return transact(forest, "apply_daily", plan.model_dump(mode="json"),
+                        plan.transaction_id, prepare, wait)

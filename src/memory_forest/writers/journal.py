@@ -336,12 +336,11 @@ def _unreadable(what: str) -> ForestError:
                                                  "next": RESTORE_HINT})
 
 
-def recover(forest: Forest | Path) -> dict[str, Any] | None:
+def recover(forest: Forest) -> dict[str, Any] | None:
     """Finish or undo an interrupted transaction (caller holds the lock); None if none."""
     from .. import index
     from . import receipts
 
-    forest = Forest.of(forest)
     root = forest.root
     if not pending(root):
         return None
@@ -361,8 +360,8 @@ def recover(forest: Forest | Path) -> dict[str, Any] | None:
         roll_forward(journal, max_bytes)
         summary = index.update_paths(forest, journal.touched) \
             if index_path(root).exists() else {"mode": "skipped"}
-        if receipts.load(root, manifest["transaction_id"]) is None:
-            receipts.write(root, receipts.complete(manifest["draft"], summary))
+        if receipts.load(forest, manifest["transaction_id"]) is None:
+            receipts.write(forest, receipts.complete(manifest["draft"], summary))
         action = "rolled_forward"
     else:
         rollback(journal, max_bytes)

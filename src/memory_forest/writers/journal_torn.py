@@ -28,6 +28,7 @@ from typing import Any
 
 from ..digest import sha256_hex
 from ..errors import ForestError
+from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..safety import DIR_MODE, fsync_dir, read_regular
 from ..statefiles import (
@@ -200,7 +201,7 @@ class Plan:
         return [step["path"] for step in self.steps]
 
 
-def restore_plan(root: Path, max_bytes: int) -> Plan:
+def restore_plan(forest: Forest) -> Plan:
     """Each path the journal changed, with what puts it back: ``restored`` from a
     before-file, ``removed`` (a file the write created), ``unchanged`` or ``absent``.
 
@@ -208,6 +209,7 @@ def restore_plan(root: Path, max_bytes: int) -> Plan:
     identified or a before-image it needs is gone or does not hash to what was
     recorded: those are named (``details.damaged``).
     """
+    root, max_bytes = forest.root, forest.limits["max_file_bytes"]
     if not _names(root):
         raise _refused([{"name": JOURNAL, "path": None, "reason": "not a directory"}], {})
     entries, damaged = _entry_files(root)

@@ -9,11 +9,10 @@ the route's titles.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ForestError
-from ..forest import Forest
+from ..forest import ForestLike, opened
 from ..lockline import DEFAULT_WAIT
 from ..routes import ltm_path, mtm_path, stm_path
 from . import parents, plans
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from ..results import WriteResult
 
 
-def promote(forest: Forest | str | Path, source: str, wait: float = DEFAULT_WAIT) -> WriteResult:
+def promote(forest: ForestLike, source: str, wait: float = DEFAULT_WAIT) -> WriteResult:
     plan = plans.load("promotion", source)
     route = plan.route
     tree, branch = ltm_path(route.tree), mtm_path(route.tree, route.branch)
@@ -62,5 +61,6 @@ def promote(forest: Forest | str | Path, source: str, wait: float = DEFAULT_WAIT
             {"entry_id": entry_id, "disposition": "promoted", "daily": daily[entry_id],
              "target": path} for entry_id in plan.entry_ids], "redactions": redactions})
 
-    return transact(forest, "promote", plan.model_dump(mode="json"), plan.transaction_id, prepare,
-               wait)
+    with opened(forest) as forest:
+        return transact(forest, "promote", plan.model_dump(mode="json"), plan.transaction_id,
+                        prepare, wait)

@@ -27,13 +27,12 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
-from ..forest import Forest, opened
+from ..forest import Forest, ForestLike, opened
 from ..ignore import is_debris
 from ..jsonio import dumps, loads_strict
 from ..lockline import DEFAULT_WAIT
@@ -65,11 +64,11 @@ def transaction_id(proposal_id: str) -> str:
 # --- storage ----------------------------------------------------------------------------------
 
 
-def save(root: Path, document: dict[str, Any]) -> str:
+def save(forest: Forest, document: dict[str, Any]) -> str:
     """Write a proposal document (0600, in a 0700 directory); return its relative path."""
-    makedirs_private(root, state_rel(PROPOSALS))
+    makedirs_private(forest.root, state_rel(PROPOSALS))
     rel = proposal_rel(document["proposal_id"])
-    write_private(root / rel, (dumps(document) + "\n").encode("utf-8"))
+    write_private(forest.root / rel, (dumps(document) + "\n").encode("utf-8"))
     return rel
 
 
@@ -81,13 +80,13 @@ def checked_id(proposal_id: str) -> str:
     return proposal_id
 
 
-def load(root: Path, proposal_id: str) -> Any:
+def load(forest: Forest, proposal_id: str) -> Any:
     """The stored proposal (``proposal_not_found``, ``proposal_corrupt``)."""
     from . import plans
 
     rel = proposal_rel(checked_id(proposal_id))
     try:
-        raw = read_regular(root, rel, MAX_PROPOSAL_BYTES)
+        raw = read_regular(forest.root, rel, MAX_PROPOSAL_BYTES)
     except ForestError as exc:
         if exc.code == "not_found":
             raise ForestError("proposal_not_found", "no proposal has this id; "
@@ -106,10 +105,10 @@ def load(root: Path, proposal_id: str) -> Any:
     return proposal
 
 
-def stored_ids(root: Path) -> list[str]:
+def stored_ids(forest: Forest) -> list[str]:
     """The ids of every stored proposal, oldest first (the ids sort by time)."""
     try:
-        with os.scandir(root / state_rel(PROPOSALS)) as entries:
+        with os.scandir(forest.root / state_rel(PROPOSALS)) as entries:
             names = [entry.name for entry in entries
                      if entry.name.endswith(".json") and not is_debris(entry.name)
                      and entry.is_file(follow_symlinks=False)]
@@ -118,15 +117,15 @@ def stored_ids(root: Path) -> list[str]:
     return sorted(name[:-5] for name in names if _ID.fullmatch(name[:-5]))
 
 
-def every(root: Path) -> tuple[list[Any], list[dict[str, Any]]]:
+def every(forest: Forest) -> tuple[list[Any], list[dict[str, Any]]]:
     """Every stored proposal that can be read, and the problem of each that cannot.
 
     One unreadable proposal is reported with its path and never stops the rest.
     """
     found, problems = [], []
-    for proposal_id in stored_ids(root):
+    for proposal_id in stored_ids(forest):
         try:
-            found.append(load(root, proposal_id))
+            found.append(load(forest, proposal_id))
         except ForestError as exc:
             problems.append({"path": proposal_rel(proposal_id), "code": exc.code,
                              "message": exc.message})
@@ -138,22 +137,22 @@ def reject_transaction_id(proposal_id: str) -> str:
     return f"reject-{proposal_id}"
 
 
-def status_of(root: Path, proposal: Any) -> str:
+def status_of(forest: Forest, proposal: Any) -> str:
     """The proposal's status, counting a committed accept or reject whose mark was lost."""
     if proposal.status in ("pending", "stale"):
-        if _committed(root, proposal) is not None:
+        if _committed(forest, proposal) is not None:
             return "accepted"
-        if _receipt(root, reject_transaction_id(proposal.proposal_id), REJECT) is not None:
+        if _receipt(forest, reject_transaction_id(proposal.proposal_id), REJECT) is not None:
             return "rejected"
     return proposal.status
 
 
-def _committed(root: Path, proposal: Any) -> dict[str, Any] | None:
-    return _receipt(root, proposal.transaction_id, OPERATION)
+def _committed(forest: Forest, proposal: Any) -> dict[str, Any] | None:
+    return _receipt(forest, proposal.transaction_id, OPERATION)
 
 
-def _receipt(root: Path, transaction_id: str, operation: str) -> dict[str, Any] | None:
-    receipt = receipts.load(root, transaction_id)
+def _receipt(forest: Forest, transaction_id: str, operation: str) -> dict[str, Any] | None:
+    receipt = receipts.load(forest, transaction_id)
     return receipt if receipt is not None and receipt.get("operation") == operation else None
 
 
@@ -189,52 +188,51 @@ def counts(proposal: Any) -> dict[str, int]:
             "sources": len(pointers(proposal))}
 
 
-def summary(root: Path, proposal: Any) -> dict[str, Any]:
+def summary(forest: Forest, proposal: Any) -> dict[str, Any]:
     """One line of ``proposals list``."""
     return {"proposal_id": proposal.proposal_id, "created_at": proposal.created_at,
-            "status": status_of(root, proposal), "decided_at": proposal.decided_at,
+            "status": status_of(forest, proposal), "decided_at": proposal.decided_at,
             "counts": counts(proposal), "path": proposal_rel(proposal.proposal_id)}
 
 
-def _document(root: Path, proposal: Any) -> dict[str, Any]:
-    return {**proposal.model_dump(mode="json"), "status": status_of(root, proposal)}
+def _document(forest: Forest, proposal: Any) -> dict[str, Any]:
+    return {**proposal.model_dump(mode="json"), "status": status_of(forest, proposal)}
 
 
-def _mark(root: Path, proposal: Any, status: str, reason: str | None = None) -> Any:
+def _mark(forest: Forest, proposal: Any, status: str, reason: str | None = None) -> Any:
     proposal.status = status
     proposal.decided_at = receipts.now()
     if reason is not None:
         proposal.reason = reason
-    save(root, proposal.model_dump(mode="json"))
+    save(forest, proposal.model_dump(mode="json"))
     return proposal
 
 
 # --- list, show -------------------------------------------------------------------------------
 
 
-def list_proposals(forest: Forest | str | Path, status: str | None = None) -> ProposalsListResult:
+def list_proposals(forest: ForestLike, status: str | None = None) -> ProposalsListResult:
     if status is not None and status not in ("pending", "accepted", "rejected", "stale"):
         raise ForestError("proposal_status_invalid", "status is pending, accepted, rejected "
                           "or stale", exit_code=2)
     with opened(forest) as forest:
-        root = forest.root
-        found, problems = every(root)
-        rows = [summary(root, proposal) for proposal in found]
+        found, problems = every(forest)
+        rows = [summary(forest, proposal) for proposal in found]
     rows = [row for row in rows if status is None or row["status"] == status]
     return result("proposals_list", count=len(rows), proposals=rows, problems=problems)
 
 
-def show(forest: Forest | str | Path, proposal_id: str) -> dict[str, Any]:
+def show(forest: ForestLike, proposal_id: str) -> dict[str, Any]:
     with opened(forest) as forest:
-        proposal = load(forest.root, proposal_id)
-        return result("proposals_show", proposal=_document(forest.root, proposal),
+        proposal = load(forest, proposal_id)
+        return result("proposals_show", proposal=_document(forest, proposal),
                       path=proposal_rel(proposal_id), counts=counts(proposal))
 
 
 # --- reject -----------------------------------------------------------------------------------
 
 
-def reject(forest: Forest | str | Path, proposal_id: str, reason: str | None = None,
+def reject(forest: ForestLike, proposal_id: str, reason: str | None = None,
            wait: float = DEFAULT_WAIT) -> ProposalRejectResult:
     """Record the refusal; the proposal's sources stay out of later proposals, everywhere.
 
@@ -253,14 +251,13 @@ def reject(forest: Forest | str | Path, proposal_id: str, reason: str | None = N
             raise ForestError("reason_too_long", f"a reason is at most {MAX_REASON} "
                               "characters", exit_code=2)
     with opened(forest) as forest:
-        root = forest.root
-        proposal = load(root, proposal_id)
-        if status_of(root, proposal) == "accepted":
+        proposal = load(forest, proposal_id)
+        if status_of(forest, proposal) == "accepted":
             raise _already_accepted(proposal_id)
 
         def prepare(stage: Any) -> None:
-            current = load(root, proposal_id)  # re-read under the lock
-            if status_of(root, current) == "accepted":
+            current = load(forest, proposal_id)  # re-read under the lock
+            if status_of(forest, current) == "accepted":
                 raise _already_accepted(proposal_id)
             stage.details["decision"] = stage_decision(stage, current, "rejected", reason)
 
@@ -271,10 +268,10 @@ def reject(forest: Forest | str | Path, proposal_id: str, reason: str | None = N
         except ForestError as exc:
             if exc.code != "transaction_id_conflict":  # rejected before, with another reason
                 raise
-            receipt = _receipt(root, txid, REJECT) or {}
+            receipt = _receipt(forest, txid, REJECT) or {}
         already = proposal.status == "rejected" or receipt.get("already_applied", True)
         if proposal.status != "rejected":
-            _mark(root, proposal, "rejected", reason)
+            _mark(forest, proposal, "rejected", reason)
     return result(REJECT, proposal_id=proposal_id, status="rejected",
                   already_rejected=already, decided_at=proposal.decided_at,
                   counts=counts(proposal), redactions=redactions,
@@ -310,7 +307,7 @@ def inline_summaries(value: Any) -> dict[str, str]:
     return value
 
 
-def accept(forest: Forest | str | Path, proposal_id: str,
+def accept(forest: ForestLike, proposal_id: str,
            summaries: dict[str, str] | None = None, wait: float = DEFAULT_WAIT
            ) -> ProposalAcceptResult:
     """Apply a proposal in one transaction, then mark it accepted.
@@ -321,13 +318,12 @@ def accept(forest: Forest | str | Path, proposal_id: str,
     from .transaction import transact
 
     with opened(forest) as forest:
-        root = forest.root
-        proposal = load(root, proposal_id)
-        if status_of(root, proposal) == "rejected":
+        proposal = load(forest, proposal_id)
+        if status_of(forest, proposal) == "rejected":
             raise ForestError("proposal_rejected", "this proposal was rejected; run "
                               "consolidate for a new one", {"proposal_id": proposal_id})
         replaced, counted = _checked_summaries(proposal, summaries or {})
-        if proposal.status == "accepted" and _committed(root, proposal) is None:
+        if proposal.status == "accepted" and _committed(forest, proposal) is None:
             raise _already_accepted(proposal_id)
         content = proposal.model_dump(mode="json", exclude={"status", "decided_at", "reason"})
         request = {"proposal": content, "summaries": dict(sorted((summaries or {}).items()))}
@@ -342,7 +338,7 @@ def accept(forest: Forest | str | Path, proposal_id: str,
                 raise _already_accepted(proposal_id) from None
             raise
         if proposal.status != "accepted":
-            _mark(root, proposal, "accepted")
+            _mark(forest, proposal, "accepted")
     return {**receipt, "status": "accepted"}
 
 
@@ -377,15 +373,15 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
     from .markdown import neutralize
     from .redact import redact_text
 
-    root = stage.view.root
-    current = load(root, proposal.proposal_id)  # re-read under the lock
-    if status_of(root, current) == "rejected":
+    forest = stage.view.forest
+    current = load(forest, proposal.proposal_id)  # re-read under the lock
+    if status_of(forest, current) == "rejected":
         raise ForestError("proposal_rejected", "this proposal was rejected while it was being "
                           "accepted", {"proposal_id": proposal.proposal_id})
     stale = stale_sources(stage.view, proposal)
     if stale:
         # Under the lock, so no reject crosses it: its sources are free for the next proposal.
-        _mark(root, current, "stale")
+        _mark(forest, current, "stale")
         raise ForestError("proposal_stale", "sources of this proposal changed since it was "
                           "made; nothing was written. It is marked stale: consolidate again",
                           {"proposal_id": proposal.proposal_id, "sources": stale[:50],

@@ -11,11 +11,11 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from ..digest import sha256_hex
 from ..errors import ForestError
+from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..safety import makedirs_private, read_regular, write_private
 from ..statefiles import RECEIPTS, receipt_rel, state_rel
@@ -52,9 +52,9 @@ def request_sha256(operation: str, request: Any) -> str:
     return sha256_hex(dumps({"operation": operation, "request": request}).encode())
 
 
-def load(root: Path, transaction_id: str) -> dict[str, Any] | None:
+def load(forest: Forest, transaction_id: str) -> dict[str, Any] | None:
     try:
-        raw = read_regular(root, receipt_rel(transaction_id), MAX_RECEIPT_BYTES)
+        raw = read_regular(forest.root, receipt_rel(transaction_id), MAX_RECEIPT_BYTES)
     except ForestError as exc:
         if exc.code == "not_found":
             return None
@@ -73,6 +73,7 @@ def complete(draft: dict[str, Any], index_summary: dict[str, Any]) -> dict[str, 
     return {**draft, "index": index_summary}
 
 
-def write(root: Path, receipt: dict[str, Any]) -> None:
+def write(forest: Forest, receipt: dict[str, Any]) -> None:
+    root = forest.root
     makedirs_private(root, state_rel(RECEIPTS))
     write_private(root / receipt_rel(receipt["transaction_id"]), (dumps(receipt) + "\n").encode())

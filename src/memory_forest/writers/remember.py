@@ -18,10 +18,9 @@ build or any write.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..forest import Forest
+from ..forest import Forest, ForestLike, opened
 from ..lockline import DEFAULT_WAIT
 from ..placement import INBOX_BRANCH, INBOX_TREE, Placement, place
 from ..routes import ltm_path, mtm_path, stm_path
@@ -72,7 +71,7 @@ def read_content(raw: bytes) -> str:
         raise usage_error("content_not_utf8", "the input is not UTF-8") from None
 
 
-def remember(forest: Forest | str | Path, tree: str | None = None, branch: str | None = None,
+def remember(forest: ForestLike, tree: str | None = None, branch: str | None = None,
              leaf: str | None = None, title: str | None = None, content: str | None = None,
              source: str = "memory-forest", tree_title: str | None = None,
              branch_title: str | None = None, tag: list[str] | None = None,
@@ -125,7 +124,8 @@ def remember(forest: Forest | str | Path, tree: str | None = None, branch: str |
     fixed = {"tree": tree, "branch": branch, "leaf": leaf} if explicit else None
     check_event(event(now(), fixed, title), 1)
     if dry_run:
-        return _preview(forest, content, fixed, append, title)
+        with opened(forest) as handle:
+            return _preview(handle, content, fixed, append, title)
 
     def prepare(stage: Stage) -> None:
         placement = None
@@ -157,7 +157,8 @@ def remember(forest: Forest | str | Path, tree: str | None = None, branch: str |
                               "placement": None if placement is None
                               else placement.as_dict()})
 
-    return transact(forest, "remember", request, transaction_id, prepare, wait)
+    with opened(forest) as handle:
+        return transact(handle, "remember", request, transaction_id, prepare, wait)
 
 
 def _place(forest: Forest, content: str, append: bool, title: str | None) -> Placement:
@@ -181,7 +182,7 @@ def _parent_titles(where: dict[str, str], named: dict[str, tuple[str, Counts]],
     return titles
 
 
-def _preview(forest: Forest | str | Path, content: str, fixed: dict[str, str] | None,
+def _preview(forest: Forest, content: str, fixed: dict[str, str] | None,
              append: bool, title: str | None) -> dict[str, Any]:
     """The dry run: where the fact would go, read from the index and the disk, no lock taken.
 
@@ -190,16 +191,14 @@ def _preview(forest: Forest | str | Path, content: str, fixed: dict[str, str] | 
     dry run builds nothing).
     """
     from ..envelope import result
-    from ..forest import opened
 
-    with opened(forest) as forest:
-        if fixed is None:
-            placement = _place(forest, content, append, title)
-            path, exists = placement.path, placement.action == "append"
-        else:
-            placement = None
-            path = stm_path(fixed["tree"], fixed["branch"], fixed["leaf"])
-            exists = os.path.lexists(forest.root / path)
+    if fixed is None:
+        placement = _place(forest, content, append, title)
+        path, exists = placement.path, placement.action == "append"
+    else:
+        placement = None
+        path = stm_path(fixed["tree"], fixed["branch"], fixed["leaf"])
+        exists = os.path.lexists(forest.root / path)
     return result("remember", dry_run=True, path=path, created=not exists,
                   placement=None if placement is None else placement.as_dict())
 
@@ -208,7 +207,7 @@ INBOX_BODY = ("Facts that remember could not place with confidence. Each is a le
               "move it to the branch it belongs to, or keep it here.")
 
 
-def create_inbox(forest: Forest | str | Path, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
+def create_inbox(forest: Forest, wait: float = DEFAULT_WAIT) -> dict[str, Any]:
     """The inbox tree and branch (``02 ltm/inbox_LTM.md``, ``03 mtm/inbox/inbox.md``) with
     their missing parents, as one journaled write; nothing when both exist."""
     branch = mtm_path(INBOX_TREE, INBOX_BRANCH)

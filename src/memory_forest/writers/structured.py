@@ -17,12 +17,11 @@ the writer adds the title heading, the ``Up:`` link and the child list.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..digest import sha256_hex
 from ..errors import ForestError
-from ..forest import Forest, opened
+from ..forest import ForestLike, opened
 from ..layers import XLTM_PATH
 from ..lockline import DEFAULT_WAIT
 from ..routes import ltm_path, mtm_path, parse_route, stm_path
@@ -52,7 +51,7 @@ ORDER = {"xltm": 1, "ltm": 2, "mtm": 3, "stm": 4}
 # --- structured-context -----------------------------------------------------------------------
 
 
-def structured_context(forest: Forest | str | Path, query: str, limit: int = 10
+def structured_context(forest: ForestLike, query: str, limit: int = 10
                        ) -> dict[str, Any]:
     from .. import retrieve
     from ..envelope import result
@@ -114,7 +113,7 @@ def target_path(target: Any) -> str:
     return stm_path(target.tree, target.branch, target.leaf)
 
 
-def apply_structured(forest: Forest | str | Path, source: str,
+def apply_structured(forest: ForestLike, source: str,
                      wait: float = DEFAULT_WAIT) -> WriteResult:
     plan = plans.load("structured", source)
     redactions = plans.redact_text(plan)
@@ -145,8 +144,9 @@ def apply_structured(forest: Forest | str | Path, source: str,
         stage.details.update({"changes": sorted(applied, key=lambda item: item["change"]),
                               "dispositions": dispositions, "redactions": redactions})
 
-    return transact(forest, "apply_structured", plan.model_dump(mode="json"), plan.transaction_id,
-               prepare, wait)
+    with opened(forest) as forest:
+        return transact(forest, "apply_structured", plan.model_dump(mode="json"),
+                        plan.transaction_id, prepare, wait)
 
 
 def _body(change: Any) -> str:

@@ -12,11 +12,10 @@ frontmatter has none. Its text is stored as written (``markdown.neutralize``).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ForestError
-from ..forest import Forest
+from ..forest import ForestLike, opened
 from ..lockline import DEFAULT_WAIT
 from ..routes import mtm_path, parse_route, stm_path
 from . import parents
@@ -71,7 +70,7 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
     return stem, meta, clean_text(body, "record")
 
 
-def supersede(forest: Forest | str | Path, old_id: str, file: str,
+def supersede(forest: ForestLike, old_id: str, file: str,
               transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> WriteResult:
     from .redact import redact_value
 
@@ -107,4 +106,5 @@ def supersede(forest: Forest | str | Path, old_id: str, file: str,
         stage.details.update({"path": path, "superseded": old, "id": new_id,
                               "redactions": redactions})
 
-    return transact(forest, "supersede", request, transaction_id, prepare, wait)
+    with opened(forest) as forest:
+        return transact(forest, "supersede", request, transaction_id, prepare, wait)

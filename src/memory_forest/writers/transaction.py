@@ -2,7 +2,7 @@
 
 ``transact`` takes the lock, recovers an interrupted transaction, answers an exact
 retry from its receipt, lets the writer stage its files (``Stage``), checks
-the staged result (``check``), then journals, writes, updates the index,
+the staged result (``check.check_staged``), then journals, writes, updates the index,
 publishes the receipt and clears the journal. Any handled failure after the
 journal exists puts the previous bytes back and re-describes them in the
 index before the error is raised; a crash is finished or undone by the next
@@ -14,20 +14,19 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import index, lock
 from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
-from ..forest import Forest, opened
+from ..forest import Forest
 from ..routes import parse_route
 from ..safety import FILE_MODE
 from ..statefiles import receipt_rel
 from ..testhooks import crash_point
 from . import journal, receipts
-from .check import check
+from .check import check_staged
 from .view import View
 
 if TYPE_CHECKING:
@@ -75,19 +74,13 @@ class Stage:
 Prepare = Callable[[Stage], None]
 
 
-def transact(forest: Forest | str | Path, operation: str, request: Any, transaction_id: str | None,
+def transact(forest: Forest, operation: str, request: Any, transaction_id: str | None,
              prepare: Prepare, wait: float = 0.0) -> WriteResult:
     """Run one write transaction and return its receipt as a result.
 
     Every step reads the limits of the one ``forest``: its config is read once
     per write, however many steps look at it.
     """
-    with opened(forest) as forest:
-        return _run(forest, operation, request, transaction_id, prepare, wait)
-
-
-def _run(forest: Forest, operation: str, request: Any, transaction_id: str | None,
-         prepare: Prepare, wait: float) -> dict[str, Any]:
     root = forest.root
     txid = receipts.check_transaction_id(transaction_id) if transaction_id \
         else receipts.new_transaction_id()
@@ -100,7 +93,7 @@ def _run(forest: Forest, operation: str, request: Any, transaction_id: str | Non
         recovered = journal.recover(forest)
         if recovered is not None:
             extra["recovered"] = recovered
-        prior = receipts.load(root, txid)
+        prior = receipts.load(forest, txid)
         if prior is not None:
             if prior.get("operation") != operation or prior.get("plan_sha256") != plan_sha256:
                 raise ForestError("transaction_id_conflict",
@@ -109,7 +102,7 @@ def _run(forest: Forest, operation: str, request: Any, transaction_id: str | Non
                                   {"transaction_id": txid, "operation": prior.get("operation")})
             return _result(prior, extra, already_applied=True)
         if not index.usable(forest):  # the first write into this forest, or a damaged index
-            extra["index_built"] = index.build(root)
+            extra["index_built"] = index.build(forest)
         receipt = _commit(forest, operation, txid, plan_sha256, prepare)
     return _result(receipt, extra, already_applied=False)
 
@@ -128,9 +121,10 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
         stage = Stage(view)
         prepare(stage)
         staged = {path: data for path, data in stage.changes.items() if view.read(path) != data}
-        report = check(view, staged, stage.new_dirs)
+        report = check_staged(view, staged, stage.new_dirs)
         befores = {path: view.read(path) for path in staged}
-        widened = _wider_than_private(root, [path for path in staged if befores[path] is not None])
+        widened = _wider_than_private(forest, [path for path in staged
+                                               if befores[path] is not None])
         refresh = sorted((set(view.stale) | view.refresh) - set(staged))
     finally:
         view.close()
@@ -151,7 +145,7 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
     if not staged:
         summary = index.update_paths(forest, refresh)
         receipt = receipts.complete(draft, summary)
-        receipts.write(root, receipt)
+        receipts.write(forest, receipt)
         return receipt
     active = journal.begin(root, txid, operation, staged, befores,
                            list(stage.new_dirs), draft)
@@ -161,7 +155,7 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
         summary = index.update_paths(forest, [*staged, *refresh])
         crash_point("indexed")
         receipt = receipts.complete(draft, summary)
-        receipts.write(root, receipt)
+        receipts.write(forest, receipt)
         crash_point("receipted")
     except BaseException:
         _undo(forest, active)
@@ -170,14 +164,14 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
     return receipt
 
 
-def _wider_than_private(root: Path, paths: list[str]) -> list[str]:
+def _wider_than_private(forest: Forest, paths: list[str]) -> list[str]:
     """The files this write replaces whose mode is wider than 0600 (an editor's 0644).
 
     Every file is written 0600, so the write itself restores them; the receipt
     says which, because the operator may have wanted the wider mode.
     """
     return sorted(path for path in paths
-                  if stat.S_IMODE(os.lstat(root / path).st_mode) & ~FILE_MODE)
+                  if stat.S_IMODE(os.lstat(forest.root / path).st_mode) & ~FILE_MODE)
 
 
 def _undo(forest: Forest, active: journal.Journal) -> None:
