@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,14 +37,24 @@ def test_names_and_command_words_are_unique():
     assert len(words) == len(set(words))
 
 
+def declared_defaults(function) -> dict[str, object]:
+    """The parameters ``function`` takes and their defaults; a function that gathers its
+    ``**values`` into its module's ``Options`` (the gate) takes that tuple's fields."""
+    parameters = inspect.signature(function).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        options = sys.modules[function.__module__].Options
+        return {name: options._field_defaults[name] for name in options._fields}
+    return {name: p.default for name, p in parameters.items()}
+
+
 @pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
 def test_every_declaration_names_a_function_that_takes_its_parameters(operation):
     """The declaration is the one definition: its names and defaults are the function's."""
-    signature = inspect.signature(cli.function_of(operation))
+    defaults = declared_defaults(cli.function_of(operation))
     for param in operation.params:
         assert param.kind in KINDS
-        assert param.name in signature.parameters, (operation.name, param.name)
-        default = signature.parameters[param.name].default
+        assert param.name in defaults, (operation.name, param.name)
+        default = defaults[param.name]
         if default is not inspect.Parameter.empty and not param.required:
             # A repeatable option's "none given" is [] on the surfaces, None in the library.
             assert default == param.default or (default is None and param.default == []), \

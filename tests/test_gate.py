@@ -255,7 +255,8 @@ def test_the_gate_changes_nothing_on_disk(tmp_path):
 
 
 def test_limit_bounds_both_phases_and_is_checked(shared_example):
-    receipt = gate.consult(shared_example, b"kimchi drip tomato sesame irrigation", limit=1)
+    receipt = gate.consult(shared_example, b"kimchi drip tomato sesame irrigation",
+                           gate.Options(limit=1))
     assert receipt["route"]["count"] <= 1 and receipt["retrieve"]["count"] <= 1
     code, receipt, _, _ = run_gate(shared_example, "kimchi", "--limit", "11")
     assert code == 2 and receipt["error"]["code"] == "limit_out_of_range"
@@ -378,7 +379,8 @@ def test_an_unreadable_node_is_flagged_unless_strict(tmp_path):
     assert node["path"] == KIMCHI and node["verified"] is False
     assert node["read_error"] == "symlink" and node["current_sha256"] is None
     assert receipt["unverified"] == [KIMCHI]
-    strict = gate.consult(root, b"How cold should the kimchi fridge be?", strict=True)
+    strict = gate.consult(root, b"How cold should the kimchi fridge be?",
+                          gate.Options(strict=True))
     assert strict["ok"] is False and strict["error"]["code"] == "symlink"
     leaf.unlink()  # and a file that is gone is flagged missing
     node = gate.consult(root, b"How cold should the kimchi fridge be?")["retrieve"]["trails"][0][

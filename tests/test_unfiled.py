@@ -148,7 +148,7 @@ def test_the_gate_receipt_and_the_hook_name_unfiled_captures_never_their_text(ex
     assert [(u["path"], u["event_id"]) for u in receipt["retrieve"]["unfiled"]] == \
         [(out["shard"], event_id)]
     hook, code = gate.answer(example, json.dumps({"prompt": "when is the boiler service?"})
-                             .encode(), "claude-code", 5)
+                             .encode(), gate.Options(format="claude-code", limit=5))
     context = hook["hookSpecificOutput"]["additionalContext"]
     prose, data = context.split("\n", 1)
     assert code == 0 and "1 raw capture(s)" in prose and "unreviewed" in prose

@@ -67,7 +67,7 @@ in the catalog with every other operation's.
 from __future__ import annotations
 
 import sys
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, NamedTuple, TextIO
 
 from . import SCHEMA_VERSION
 from .digest import sha256_hex
@@ -156,6 +156,24 @@ _BLOCKING = frozenset({"turn_too_large", "turn_not_utf8", "hook_input_too_large"
 _FILE_CODES = frozenset({"not_found", "not_regular_file", "file_too_large", "os_error"})
 
 
+class Options(NamedTuple):
+    """How one gate run looks up a turn and answers: one field per parameter the catalog
+    declares for ``gate``, with the same default (a test holds the two equal).
+
+    Built once at the process edge and passed whole, so an option reaches every
+    phase without being threaded through each function by hand.
+    """
+
+    format: str = "receipt"
+    limit: int = DEFAULT_LIMIT
+    strict: bool = False
+    lexical: bool = False  # keep retrieve to the lexical core when semantic ranking is on
+    context_bytes: int = DEFAULT_CONTEXT_BYTES
+
+
+DEFAULTS = Options()
+
+
 class _Refused(Exception):
     """A gate failure whose code is already one of ``MESSAGES``."""
 
@@ -167,13 +185,11 @@ class _Refused(Exception):
 # --- the gate operation ---------------------------------------------------------------------
 
 
-def consult(forest: ForestLike, data: bytes, limit: int = DEFAULT_LIMIT,
-            strict: bool = False, lexical: bool = False) -> dict[str, Any]:
+def consult(forest: ForestLike, data: bytes, options: Options = DEFAULTS) -> dict[str, Any]:
     """The receipt for one turn given as raw bytes (UTF-8, at most ``MAX_INPUT_BYTES``).
 
-    Never raises: every failure becomes a failure receipt. ``lexical`` keeps
-    retrieve to the lexical core when semantic ranking is on; without the
-    extra retrieve is lexical anyway, never a failure.
+    Never raises: every failure becomes a failure receipt. Without the semantic
+    extra retrieve is lexical whatever ``options.lexical`` says, never a failure.
     """
     # The hash of a turn over the cap would be the hash of a prefix: better none at all.
     digest = sha256_hex(data) if len(data) <= MAX_INPUT_BYTES else None
@@ -184,18 +200,17 @@ def consult(forest: ForestLike, data: bytes, limit: int = DEFAULT_LIMIT,
             turn = data.decode("utf-8")
         except UnicodeDecodeError:
             raise _Refused("turn_not_utf8") from None
-        return _lookup(forest, turn, digest, limit, strict, lexical)
+        return _lookup(forest, turn, digest, options)
     except (Exception, KeyboardInterrupt) as exc:  # the gate's edge: a bounded receipt
         return failure(_code_of(exc), digest)
 
 
-def _lookup(forest: ForestLike, turn: str, digest: str, limit: int,
-            strict: bool, lexical: bool = False) -> dict[str, Any]:
+def _lookup(forest: ForestLike, turn: str, digest: str, options: Options) -> dict[str, Any]:
     """Route, then retrieve, one turn; both phases run for every non-blank turn."""
-    from . import retrieve as retrieval
     from .forest import opened
+    from .retrieve import retrieve, route
 
-    if not 1 <= limit <= MAX_LIMIT:
+    if not 1 <= options.limit <= MAX_LIMIT:
         raise _Refused("limit_out_of_range")
     size = len(turn.encode("utf-8"))
     if not turn.strip():
@@ -205,8 +220,8 @@ def _lookup(forest: ForestLike, turn: str, digest: str, limit: int,
         con = forest.reader()
         reduced = size > MAX_TURN_BYTES
         query = reduce_turn(con, turn) if reduced else turn
-        routed = _phase(retrieval.route, forest, query, limit, strict)
-        found = _phase(retrieval.retrieve, forest, query, limit, strict, lexical=lexical)
+        routed = _phase(route, forest, query, options)
+        found = _phase(retrieve, forest, query, options, lexical=options.lexical)
     results, trails = routed.get("results", []), found.get("trails", [])
     unfiled = found.get("unfiled", [])
     status = "evidence_found" if results or trails or unfiled else "no_evidence"
@@ -248,10 +263,10 @@ def _first_break(text: str) -> int:
     return next((i for i, ch in enumerate(text) if not ch.isalnum()), 0)
 
 
-def _phase(call: Any, forest: Forest, turn: str, limit: int, strict: bool,
-           **options: Any) -> dict[str, Any]:
+def _phase(call: Any, forest: Forest, turn: str, options: Options,
+           **extra: Any) -> dict[str, Any]:
     try:
-        return call(forest, turn, limit=limit, strict=strict, **options)
+        return call(forest, turn, limit=options.limit, strict=options.strict, **extra)
     except ForestError as exc:
         if exc.code in ("query_not_searchable", "query_empty"):
             return {}  # no searchable word: the phase ran and nothing can match
@@ -324,19 +339,18 @@ def _code_of(exc: BaseException) -> str:
 # --- host adapters --------------------------------------------------------------------------
 
 
-def answer(forest: ForestLike, raw: bytes, format: str, limit: int,
-           strict: bool = False, lexical: bool = False,
-           context_bytes: int = DEFAULT_CONTEXT_BYTES) -> tuple[dict[str, Any], int]:
-    """The object to print and the exit code for one gate run in ``format``.
+def answer(forest: ForestLike, raw: bytes, options: Options = DEFAULTS
+           ) -> tuple[dict[str, Any], int]:
+    """The object to print and the exit code for one gate run in ``options.format``.
 
-    ``context_bytes`` bounds a hook format's context; it is checked in every
+    ``options.context_bytes`` bounds a hook format's context; it is checked in every
     format, so a hook line that is wrong is wrong the same way when tried by hand.
     """
-    if format not in FORMATS:
+    if options.format not in FORMATS:
         return failure("format_unknown"), 2
-    budget_ok = MIN_CONTEXT_BYTES <= context_bytes <= MAX_CONTEXT_BYTES
-    if format == "receipt":
-        receipt = consult(forest, raw, limit, strict, lexical) if budget_ok else \
+    budget_ok = MIN_CONTEXT_BYTES <= options.context_bytes <= MAX_CONTEXT_BYTES
+    if options.format == "receipt":
+        receipt = consult(forest, raw, options) if budget_ok else \
             failure("context_bytes_out_of_range")
         if receipt["ok"]:
             return receipt, 0
@@ -346,9 +360,9 @@ def answer(forest: ForestLike, raw: bytes, format: str, limit: int,
             raise _Refused("context_bytes_out_of_range")
         turn = _hook_prompt(raw)
     except (Exception, KeyboardInterrupt) as exc:
-        return hook_answer(failure(_code_of(exc)), strict), 0
-    receipt = consult(forest, turn, limit, strict, lexical)
-    return hook_answer(receipt, strict, context_bytes), 0
+        return hook_answer(failure(_code_of(exc)), options.strict), 0
+    receipt = consult(forest, turn, options)
+    return hook_answer(receipt, options.strict, options.context_bytes), 0
 
 
 def hook_answer(receipt: dict[str, Any], strict: bool,
@@ -390,23 +404,26 @@ def _hook_prompt(raw: bytes) -> bytes:
 # --- the process edge -----------------------------------------------------------------------
 
 
-def run_process(root: str, format: str = "receipt", limit: int = DEFAULT_LIMIT,
-                strict: bool = False, lexical: bool = False,
-                context_bytes: int = DEFAULT_CONTEXT_BYTES, stdin: BinaryIO | None = None,
-                stdout: TextIO | None = None) -> int:
-    """Read the turn (or hook input) from stdin, print one JSON object, return the exit code."""
+def run_process(root: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None,
+                **values: Any) -> int:
+    """Read the turn (or hook input) from stdin, print one JSON object, return the exit code.
+
+    ``values`` are the catalog's parameters of ``gate`` as the command line parsed
+    them: they become the one ``Options`` the run passes whole.
+    """
     from .jsonio import dumps
 
+    options = Options(**values)
     source = stdin if stdin is not None else sys.stdin.buffer
-    bound = MAX_INPUT_BYTES if format == "receipt" else MAX_HOOK_BYTES
+    bound = MAX_INPUT_BYTES if options.format == "receipt" else MAX_HOOK_BYTES
     try:
         raw = source.read(bound + 1)  # one byte over the bound is enough to refuse
     except (OSError, ValueError):
         raw = None
     if raw is None:
-        outcome, code = (failure("internal_error"), 1) if format == "receipt" else \
-            (hook_answer(failure("internal_error"), strict), 0)
+        outcome, code = (failure("internal_error"), 1) if options.format == "receipt" else \
+            (hook_answer(failure("internal_error"), options.strict), 0)
     else:
-        outcome, code = answer(root, raw, format, limit, strict, lexical, context_bytes)
+        outcome, code = answer(root, raw, options)
     (stdout or sys.stdout).write(dumps(outcome) + "\n")
     return code
