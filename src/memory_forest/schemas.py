@@ -311,7 +311,7 @@ class SyncResult(Result):
 class Touched(BaseModel):
     path: str = Field(description="Root-relative path of a file the write changed.")
     before_sha256: str | None = Field(description="Hash before the write; null for a new file.")
-    after_sha256: str
+    after_sha256: str | None = Field(description="Hash after the write; null for a removed file.")
 
 
 class WriteResult(Result):
@@ -407,6 +407,44 @@ class RememberResult(RootModel[RememberReceipt | RememberPreview]):
     """The receipt of a write, or with dry_run the preview."""
 
     model_config = ConfigDict(json_schema_extra={"type": "object"})  # MCP: an object schema
+
+
+# --- move and forget -------------------------------------------------------------------------
+
+
+class Edit(Result):
+    """What a move or forget did (or, with dry_run, would do); the receipt fields when it ran."""
+
+    model_config = ConfigDict(extra="allow")  # a receipt carries WriteResult's fields
+    dry_run: bool = Field(False, description="True: nothing was written.")
+    would_change: list[str] = Field(default_factory=list, description="dry_run: files that "
+                                    "would be written.")
+    would_remove: list[str] = Field(default_factory=list, description="dry_run: files that "
+                                    "would be removed.")
+
+
+class MoveResult(Edit):
+    source: str = Field(description="The leaf's old path.")
+    path: str = Field(description="Its new path; open it by this path.")
+    id: str | None = Field(description="Its id, unchanged.")
+    relinked: list[str] = Field(description="Other files whose links now point at the new path.")
+
+
+class RemovedDocument(BaseModel):
+    path: str
+    id: str | None
+    sha256: str = Field(description="sha256 of the removed file, as recorded in ISTM.")
+
+
+class DanglingLink(BaseModel):
+    path: str = Field(description="A file that still links to a removed document (a warning).")
+    target: str = Field(description="The removed document.")
+
+
+class ForgetResult(Edit):
+    removed: list[RemovedDocument] = Field(description="What was removed: tell the user.")
+    tidied: str | None = Field(description="The parent whose child list lost the line.")
+    dangling: list[DanglingLink]
 
 
 # --- consolidation proposals -----------------------------------------------------------------
