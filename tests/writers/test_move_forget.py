@@ -258,3 +258,24 @@ def test_the_next_writer_finishes_a_killed_move(forest):
     assert (forest / MOVED).exists() and not (forest / ZAATAR).exists()
     assert "zaatar-blend" in text(forest, IRRIGATION)
     assert_whole(forest)
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["entry-files", "manifest-text"])
+def test_a_torn_move_journal_is_restored_with_the_removed_leaf_back(forest, older):
+    before = state(forest)
+    assert cli("move", forest, ZAATAR, "--to", "greenhouse/irrigation", crash="written")[0] \
+        == -signal.SIGKILL
+    assert cli("unlock", forest, "--stale")[0] == 0
+    journal = forest / ".memory-forest/journal"
+    raw = (journal / "manifest.json").read_bytes()
+    if older:  # a journal from before entry files: read from the manifest's text
+        for entry in journal.glob("entry-*.json"):
+            entry.unlink()
+        (journal / "manifest.json").write_bytes(raw[:-40])
+    else:
+        (journal / "manifest.json").write_bytes(raw[:10])
+    code, done = cli("doctor", forest, "--repair", "--restore-journal")
+    assert code == 0, done
+    assert ZAATAR in done["repair"]["journal"]["restored"]
+    assert state(forest) == before
+    assert_whole(forest)
