@@ -19,7 +19,6 @@ from ..errors import ForestError, usage_error
 from ..forest import Forest, opened
 from ..layers import LAYERS
 from ..routes import link_target, parse_route
-from ..store import filerows
 from .capture import stage_events
 from .parents import touch
 from .transaction import Prepare, Stage
@@ -70,7 +69,7 @@ def linkers(stage: Stage, paths: list[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for path in paths:
         target = link_target(path)
-        candidates = filerows.linking_to(view.con, {target}) if view.con is not None else set()
+        candidates = view.linking_to(target)
         candidates |= {stale for stale, facts in view.stale.items() if facts is not None}
         holders = []
         for candidate in sorted(candidates - {path}):
