@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from crashkit import cli
 from writerkit import assert_whole, contents, istm_records, state
 
@@ -207,6 +208,23 @@ def test_a_leaf_deleted_by_hand_leaves_its_parent_indexed_and_forget_tidies_it(f
     assert out["removed"] == [] and out["tidied"] == FERMENTATION
     assert "zaatar-blend" not in text(forest, FERMENTATION)
     assert_whole(forest)
+
+
+def test_a_person_reads_what_moved_what_went_and_what_dangles(forest):
+    hand_note(forest)
+    dry = run_cli("move", forest, ZAATAR, "--to", "greenhouse/irrigation", "--dry-run")
+    assert dry.code == 0 and "move dry run: nothing written" in dry.stdout, dry.stderr
+    assert f"would move {ZAATAR} -> {MOVED} (id stm-zaatar-blend)" in dry.stdout
+    moved = run_cli("move", forest, ZAATAR, "--to", "greenhouse/irrigation")
+    assert moved.code == 0, moved.stderr
+    assert f"  - {ZAATAR}\n" in moved.stdout and f"  + {MOVED}\n" in moved.stdout
+    gone = run_cli("forget", forest, MOVED)
+    assert gone.code == 0, gone.stderr
+    assert f"removed {MOVED} (id stm-zaatar-blend)" in gone.stdout
+    assert f"dangling link in {NOTES} to {MOVED}" in gone.stdout
+    refused = run_cli("forget", forest, FERMENTATION)
+    assert refused.code == 1 and "forget_not_empty" in refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 # --- crashes -----------------------------------------------------------------------------------
