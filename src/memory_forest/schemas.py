@@ -423,11 +423,19 @@ class Edit(Result):
                                     "would be removed.")
 
 
+class MovedDocument(BaseModel):
+    from_: str = Field(alias="from")
+    to: str
+    id: str | None = Field(description="Unchanged by the move.")
+
+
 class MoveResult(Edit):
-    source: str = Field(description="The leaf's old path.")
+    source: str = Field(description="The leaf's or branch's old path.")
     path: str = Field(description="Its new path; open it by this path.")
     id: str | None = Field(description="Its id, unchanged.")
-    relinked: list[str] = Field(description="Other files whose links now point at the new path.")
+    moved: list[MovedDocument] = Field(description="Every document moved: the source, then a "
+                                       "branch's leaves.")
+    relinked: list[str] = Field(description="Other files whose links now point at new paths.")
 
 
 class RemovedDocument(BaseModel):

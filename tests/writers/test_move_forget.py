@@ -71,9 +71,9 @@ def test_move_keeps_the_id_and_relinks_every_link(forest):
     assert touched[ZAATAR]["before_sha256"] == sha256_hex(old_bytes)
     assert touched[MOVED]["before_sha256"] is None
     logged = [r for r in istm_records(forest) if r["event_id"] == out["event_id"]]
-    assert logged[0]["kind"] == "move" and logged[0]["payload"] == {
+    assert logged[0]["kind"] == "move" and logged[0]["payload"] == {"moved": [{
         "id": "stm-zaatar-blend", "from": ZAATAR, "to": MOVED,
-        "sha256": sha256_hex(old_bytes)}
+        "sha256": sha256_hex(old_bytes)}]}
     code, found = cli("retrieve", forest, "sesame sumac")
     assert [trail["nodes"][-1]["path"] for trail in found["trails"]][:1] == [MOVED]
     assert found["trails"][0]["complete"] is True
@@ -90,16 +90,46 @@ def test_move_can_rename_within_its_branch(forest):
     assert_whole(forest)
 
 
+def test_a_branch_moves_to_another_tree_with_its_leaves(forest):
+    hand_note(forest)
+    ids = {rel: text(forest, rel).split('id: "', 1)[1].split('"', 1)[0]
+           for rel in (FERMENTATION, KIMCHI, ZAATAR)}
+    code, out = cli("move", forest, "mtm-kitchen-fermentation", "--to", "greenhouse")
+    assert code == 0, out
+    branch = "03 mtm/greenhouse/fermentation.md"
+    leaves = {KIMCHI: "04 stm/greenhouse/fermentation/kimchi-batch-7.md",
+              ZAATAR: "04 stm/greenhouse/fermentation/zaatar-blend.md"}
+    assert out["path"] == branch and out["id"] == "mtm-kitchen-fermentation"
+    assert [(item["from"], item["to"], item["id"]) for item in out["moved"]] == [
+        (FERMENTATION, branch, ids[FERMENTATION]),
+        *((old, new, ids[old]) for old, new in leaves.items())]
+    assert out["relinked"] == [NOTES]
+    assert "Up: [[02 ltm/greenhouse_LTM|Greenhouse]]" in text(forest, branch)
+    for old, new in leaves.items():
+        assert not (forest / old).exists()
+        assert "Up: [[03 mtm/greenhouse/fermentation|Fermentation]]" in text(forest, new)
+        assert f"[[{new[:-3]}|" in text(forest, branch)
+    assert "fermentation" not in text(forest, "02 ltm/kitchen_LTM.md").split("---")[-1]
+    assert "[[03 mtm/greenhouse/fermentation|Fermentation]]" in text(forest,
+                                                                      "02 ltm/greenhouse_LTM.md")
+    assert f"[[{leaves[ZAATAR][:-3]}|the za'atar]]" in text(forest, NOTES)
+    assert not (forest / "04 stm/kitchen").exists() and not (forest / "03 mtm/kitchen").exists()
+    assert_whole(forest)
+
+
 @pytest.mark.parametrize(("source", "to", "code", "exit_code"), [
     (KIMCHI, "kitchen/fermentation/zaatar-blend", "move_target_exists", 1),
     (KIMCHI, "kitchen/fermentation", "move_target_exists", 1),  # where it already is
     (KIMCHI, "kitchen/pickles", "move_branch_missing", 1),
-    (FERMENTATION, "greenhouse/irrigation", "move_not_a_leaf", 1),
-    ("01 xltm/XLTM", "greenhouse/irrigation", "move_not_a_leaf", 1),
+    (FERMENTATION, "greenhouse/irrigation", "move_target_exists", 1),
+    (FERMENTATION, "garden", "move_tree_missing", 1),
+    (FERMENTATION, "greenhouse/a/b", "move_target_invalid", 2),  # a branch takes TREE[/BRANCH]
+    ("02 ltm/kitchen_LTM", "greenhouse", "move_layer_unsupported", 1),
+    ("01 xltm/XLTM", "greenhouse/irrigation", "move_layer_unsupported", 1),
     ("stm-no-such-leaf", "greenhouse/irrigation", "document_missing", 1),
     ("04 stm/kitchen/fermentation/gone.md", "greenhouse/irrigation", "document_missing", 1),
     ("04 stm/../x.md", "greenhouse/irrigation", "document_path_invalid", 2),
-    (KIMCHI, "greenhouse", "move_target_invalid", 2),
+    (KIMCHI, "greenhouse", "move_target_invalid", 2),  # a leaf takes TREE/BRANCH[/LEAF]
     (KIMCHI, "greenhouse/a/b/c", "move_target_invalid", 2),
     (KIMCHI, "greenhouse/bad|name", "move_target_invalid", 2),
 ])
@@ -232,6 +262,7 @@ def test_a_person_reads_what_moved_what_went_and_what_dangles(forest):
 STEPS = ["staged", "journaled", "writing", "writing:3", "written", "indexed", "receipted"]
 ROLLED_BACK = {"staged", "journaled", "writing", "writing:3"}
 RUNS = {"move": ("move", ZAATAR, "--to", "greenhouse/irrigation"),
+        "move-branch": ("move", FERMENTATION, "--to", "greenhouse"),
         "forget": ("forget", FERMENTATION, "--recursive")}
 
 

@@ -50,17 +50,18 @@ REMEMBER_TOOL = (
     "return the stored receipt (already_applied=true) instead of writing twice.")
 
 MOVE_TOOL = (
-    "Move one STM leaf to another branch (or give it another name), keeping its id, in one "
-    "transaction: the leaf is written at '04 stm/<tree>/<branch>/<leaf>.md' with its 'Up:' link "
-    "naming the new branch and removed from its old path; the old branch's list of leaves loses "
-    "its line and the new branch's gains one; every other wikilink in the forest that pointed "
-    "at the leaf is pointed at the new path; an ISTM event (kind 'move': id, both paths, "
-    "sha256, never the text) records it. 'source' is the leaf's root-relative path or its id; "
-    "'to' is 'TREE/BRANCH' (same leaf name) or 'TREE/BRANCH/LEAF'. The branch must exist "
-    "(move_branch_missing), the target must not (move_target_exists), and only leaves move "
-    "(move_not_a_leaf). dry_run=true returns what would change and writes nothing. Use it to "
-    "file an inbox fact ('04 stm/inbox/inbox/...') where it belongs. The lock and wait behave "
-    "as for remember; pass a transaction_id to retry safely.")
+    "Move one STM leaf to another branch (or give it another name), or one MTM branch with all "
+    "its leaves to another tree, keeping every id, in one transaction: each document is written "
+    "at its new path with its 'Up:' link naming its new parent and removed from its old path; "
+    "the old parent's child list loses its line and the new parent's gains one; every other "
+    "wikilink in the forest that pointed at a moved document is pointed at its new path; an "
+    "ISTM event (kind 'move': ids, both paths, sha256, never the text) records it. 'source' is "
+    "a root-relative path or an id; 'to' is 'TREE/BRANCH' or 'TREE/BRANCH/LEAF' for a leaf, "
+    "'TREE' or 'TREE/BRANCH' for a branch (the last name renames it). The new parent must exist "
+    "(move_branch_missing, move_tree_missing), the target must not (move_target_exists); a "
+    "tree does not move (move_layer_unsupported). dry_run=true returns what would change and "
+    "writes nothing. Use it to file an inbox fact ('04 stm/inbox/inbox/...') where it belongs. "
+    "The lock and wait behave as for remember; pass a transaction_id to retry safely.")
 
 FORGET_TOOL = (
     "Remove one document from the forest in one transaction: a leaf (STM), or an empty branch "
@@ -166,17 +167,19 @@ OPERATIONS = (
         title="Remember a fact", result="RememberResult"),
     Operation(
         "move", "memory_forest.writers.move:move",
-        "Move an STM leaf to another branch (or name), keeping its id and relinking the forest.",
+        "Move a leaf to another branch (or a branch to another tree), keeping ids and relinking.",
         'memory-forest move ~/memory "04 stm/inbox/inbox/drip-filter" --to greenhouse/irrigation',
-        help="One transaction: the leaf's file, both branches' lists of leaves and every "
-        "wikilink that pointed at it change together; an ISTM event records the move "
+        help="One transaction: the moved files, both parents' child lists and every wikilink "
+        "that pointed at them change together; an ISTM event records the move "
         "(docs/writing.md, \"Moving and forgetting\").",
         params=(SOURCE,
-                Param("to", TEXT, "Where: TREE/BRANCH, or TREE/BRANCH/LEAF for a new name.",
+                Param("to", TEXT, "Where: TREE/BRANCH[/LEAF] for a leaf, TREE[/BRANCH] for a "
+                      "branch; the last name renames it.",
                       flags=("--to",), required=True, metavar="TREE/BRANCH[/LEAF]",
-                      schema={"minLength": 3},
-                      doc="Where the leaf goes: 'TREE/BRANCH' keeps its name, "
-                      "'TREE/BRANCH/LEAF' renames it. The branch must exist."),
+                      schema={"minLength": 1},
+                      doc="Where it goes: for a leaf 'TREE/BRANCH' (same name) or "
+                      "'TREE/BRANCH/LEAF'; for a branch 'TREE' (same name) or 'TREE/BRANCH'. "
+                      "The new parent must exist."),
                 Param("dry_run", FLAG, "Say what would change; write nothing, take no lock.",
                       flags=("--dry-run",),
                       doc="Return the files that would change and be removed; nothing is "
