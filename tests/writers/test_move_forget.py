@@ -328,3 +328,17 @@ def test_a_torn_move_journal_is_restored_with_the_removed_leaf_back(forest, olde
     assert ZAATAR in done["repair"]["journal"]["restored"]
     assert state(forest) == before
     assert_whole(forest)
+
+
+def test_an_entry_that_lost_its_after_image_is_damage_not_a_removal(forest):
+    assert cli("move", forest, ZAATAR, "--to", "greenhouse/irrigation", crash="written")[0] \
+        == -signal.SIGKILL
+    path = forest / ".memory-forest/journal/manifest.json"
+    manifest = json.loads(path.read_text())
+    [entry] = [e for e in manifest["entries"] if e["path"] == IRRIGATION]
+    del entry["after"]
+    path.write_text(json.dumps(manifest))
+    kept = (forest / IRRIGATION).read_bytes()
+    code, out = cli("doctor", forest, "--repair")
+    assert (code, out["error"]["code"]) == (1, "journal_corrupt"), out
+    assert (forest / IRRIGATION).read_bytes() == kept

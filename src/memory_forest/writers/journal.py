@@ -346,7 +346,8 @@ def _well_formed(manifest: dict[str, Any]) -> bool:
             and isinstance(entries, list)
             and all(isinstance(entry, dict) and inside(entry.get("path"))
                     and isinstance(entry.get("slot"), int)
-                    and (entry.get("after") is None or image(entry["after"]))
+                    and "after" in entry  # a missing key is damage, never a removal
+                    and (entry["after"] is None or image(entry["after"]))
                     and (entry.get("before") is None or image(entry["before"]))
                     and (entry.get("before") or entry.get("after")) is not None
                     for entry in entries))

@@ -180,7 +180,7 @@ def _entry_ok(record: Any, slot: int) -> bool:
             and slot < record["entries"] <= _MAX_ENTRIES
             and isinstance(record.get("transaction_id"), str)
             and isinstance(record.get("operation"), str) and inside(record.get("path"))
-            and (record.get("after") is None or image(record["after"]))
+            and "after" in record and (record["after"] is None or image(record["after"]))
             and (record.get("before") is None or image(record["before"]))
             and isinstance(record.get("dirs"), list) and all(map(inside, record["dirs"])))
 
