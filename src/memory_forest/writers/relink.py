@@ -99,7 +99,7 @@ def drop_child(stage: Stage, parent: str, child: str) -> bool:
     if text is None:
         return False
     line = re.compile(r"^[ \t]*[-*+][ \t]+" + _link_pattern(link_target(child)).pattern
-                      + r"(?:\|[^\]\n]*)?\]\][ \t]*\n?", re.MULTILINE)
+                      + r"(?:\|[^\]\n]*)?\]\][ \t]*\r?\n?", re.MULTILINE)
     changed = line.sub("", text)
     if changed == text:
         return False
