@@ -412,15 +412,12 @@ class RememberResult(RootModel[RememberReceipt | RememberPreview]):
 # --- move and forget -------------------------------------------------------------------------
 
 
-class Edit(Result):
-    """What a move or forget did (or, with dry_run, would do); the receipt fields when it ran."""
+class EditPreview(Result):
+    """A dry run of move or forget: what would change. Nothing was written."""
 
-    model_config = ConfigDict(extra="allow")  # a receipt carries WriteResult's fields
-    dry_run: bool = Field(False, description="True: nothing was written.")
-    would_change: list[str] = Field(default_factory=list, description="dry_run: files that "
-                                    "would be written.")
-    would_remove: list[str] = Field(default_factory=list, description="dry_run: files that "
-                                    "would be removed.")
+    dry_run: Literal[True]
+    would_change: list[str] = Field(description="Files that would be written.")
+    would_remove: list[str] = Field(description="Files that would be removed.")
 
 
 class MovedDocument(BaseModel):
@@ -429,7 +426,7 @@ class MovedDocument(BaseModel):
     id: str | None = Field(description="Unchanged by the move.")
 
 
-class MoveResult(Edit):
+class MoveFacts(BaseModel):
     source: str = Field(description="The leaf's or branch's old path.")
     path: str = Field(description="Its new path; open it by this path.")
     id: str | None = Field(description="Its id, unchanged.")
@@ -449,10 +446,40 @@ class DanglingLink(BaseModel):
     target: str = Field(description="The removed document.")
 
 
-class ForgetResult(Edit):
+class ForgetFacts(BaseModel):
     removed: list[RemovedDocument] = Field(description="What was removed: tell the user.")
     tidied: str | None = Field(description="The parent whose child list lost the line.")
     dangling: list[DanglingLink]
+
+
+class MoveReceipt(WriteResult, MoveFacts):
+    event_id: str
+    shard: str = Field(description="The ISTM shard that holds the move's event.")
+
+
+class MovePreview(EditPreview, MoveFacts):
+    pass
+
+
+class ForgetReceipt(WriteResult, ForgetFacts):
+    event_id: str
+    shard: str = Field(description="The ISTM shard that holds the removal's event.")
+
+
+class ForgetPreview(EditPreview, ForgetFacts):
+    pass
+
+
+class MoveResult(RootModel[MoveReceipt | MovePreview]):
+    """The receipt of a move, or with dry_run the preview."""
+
+    model_config = ConfigDict(json_schema_extra={"type": "object"})  # MCP: an object schema
+
+
+class ForgetResult(RootModel[ForgetReceipt | ForgetPreview]):
+    """The receipt of a forget, or with dry_run the preview."""
+
+    model_config = ConfigDict(json_schema_extra={"type": "object"})  # MCP: an object schema
 
 
 # --- consolidation proposals -----------------------------------------------------------------

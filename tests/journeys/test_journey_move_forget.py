@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from forestkit import new_forest
 
-from memory_forest import operations
+from memory_forest import operations, schemas
 
 INBOX_LEAF = "04 stm/inbox/inbox/heron.md"
 PLACED = "04 stm/greenhouse/irrigation/heron.md"
@@ -136,6 +136,12 @@ def test_move_and_forget_over_mcp(tmp_path):
     anyio.run(main)
     moved = "04 stm/greenhouse/irrigation/zaatar-blend.md"
     assert seen["preview"]["dry_run"] is True and seen["preview"]["path"] == moved
+    # Each answer is what the tool's published output schema describes.
+    assert isinstance(schemas.MoveResult.model_validate(seen["preview"]).root,
+                      schemas.MovePreview)
+    assert isinstance(schemas.MoveResult.model_validate(seen["move"]).root, schemas.MoveReceipt)
+    assert isinstance(schemas.ForgetResult.model_validate(seen["forget"]).root,
+                      schemas.ForgetReceipt)
     assert seen["move"]["ok"] is True and seen["move"]["id"] == "stm-zaatar-blend"
     assert seen["exists"]["error"]["code"] == "move_target_exists"
     assert seen["forget"]["removed"][0]["path"] == moved
