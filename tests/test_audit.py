@@ -99,7 +99,7 @@ LINK_CASES = [
     ("00 life_archive/2025-first-greenhouse-season.md", "[[04 stm/kitchen/fermentation/x]]",
      "link_nonadjacent"),
     (STM, "[[03 mtm/kitchen/pickling]]", "link_unresolved"),
-    ("01 xltm/XLTM.md", "[[02 ltm/garage_LTM]]", "link_unresolved"),
+    ("01 xltm/XLTM.md", "[[02 ltm/garage_LTM]]", "link_child_missing"),  # a child that is gone
     (STM, "[[03 mtm/Kitchen/fermentation]]", "link_unresolved"),  # canonical paths are case-exact
     (STM, "[[fermentation]]", "link_not_canonical"),
     (STM, "[[03 mtm/kitchen]]", "link_not_canonical"),

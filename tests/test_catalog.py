@@ -121,6 +121,10 @@ def test_library_results_validate_against_the_result_models(shared_example, exam
         "remember": {"tree": "kitchen", "branch": "pickles", "leaf": "dill",
                      "title": "Dill pickles", "content": "Brine at 5 percent.",
                      "tag": ["pickles"], "transaction_id": "tx-registry-remember"},
+        "move": {"source": "stm-kimchi-batch-7", "to": "greenhouse/irrigation",
+                 "transaction_id": "tx-registry-move"},
+        "forget": {"source": "04 stm/kitchen/fermentation/zaatar-blend.md",
+                   "transaction_id": "tx-registry-forget"},
     }
     # The review loop's tools need a proposal made first: tests/writers/test_consolidate.py
     # validates their results the same way.
@@ -215,10 +219,11 @@ def test_mcp_tools_are_the_catalog_projected():
         assert tool["annotations"]["openWorldHint"] is False
         if not operation.writes:
             assert "destructiveHint" not in tool["annotations"]
-        else:  # the writers only add: append events, create or extend records, add links
-            assert tool["annotations"]["destructiveHint"] is False
+        else:  # forget removes documents; the others add, or relocate keeping every byte
+            assert tool["annotations"]["destructiveHint"] is (operation.name == "forget")
     assert {op.name for op in TOOLS.values() if op.writes} == {
-        "capture", "remember", "consolidate", "proposals_accept", "proposals_reject"}
+        "capture", "remember", "move", "forget", "consolidate", "proposals_accept",
+        "proposals_reject"}
 
 
 @pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)

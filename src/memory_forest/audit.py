@@ -182,5 +182,7 @@ def _check_link(source: Route, target: str, present: Presence) -> tuple[str, str
             f"'{source.layer.dirname}' may not link to '{route.layer.dirname}'"
         )
     if not present.has_target(target):
+        if route.parent_path == source.path:  # a child list naming a file that is gone
+            return "link_child_missing", f"[[{target[:120]}]] lists a child that is gone"
         return "link_unresolved", f"[[{target[:120]}]] does not resolve to a file"
     return None

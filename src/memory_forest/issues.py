@@ -64,6 +64,8 @@ FIXES: dict[str, str] = {
     "unreadable_directory": _READ_AGAIN,
     "link_parent_missing": f"add the [[...]] link to its parent, {_REAUDIT}",
     "link_unresolved": f"fix the link's target, {_REAUDIT}",
+    "link_child_missing": "run memory-forest forget ROOT <the child's path> to take it off "
+                          f"the list (or put the file back), {_REAUDIT}",
     "link_not_canonical": f"write the target as a root-relative path, {_REAUDIT}",
     "link_lateral": _LINK_AS_PATH,
     "link_nonadjacent": _LINK_AS_PATH,

@@ -26,7 +26,8 @@ MODE_CODES = frozenset({"mode_file_not_private", "mode_dir_not_private"})
 # Ownership comes from the path alone, so a broken link never claims or loses an owner;
 # a parent whose child is gone keeps its place on every trail through it.
 LINK_CODES = frozenset({"link_lateral", "link_nonadjacent", "link_not_canonical",
-                        "link_unresolved", "link_parent_missing", "link_in_source_layer"})
+                        "link_unresolved", "link_child_missing", "link_parent_missing",
+                        "link_in_source_layer"})
 # A parent file that is gone (a branch deleted by hand): the path still names the owner,
 # and the trail says it is missing ('owner_not_indexed') rather than hiding the leaf.
 ORPHAN_CODES = frozenset({"parent_missing"})

@@ -23,7 +23,10 @@ if TYPE_CHECKING:
 def receipt(outcome: WriteResult | RememberResult) -> None:
     """Every writer: what changed, under which transaction, and the operation's own facts."""
     if outcome.get("dry_run"):
-        _remember_preview(outcome)
+        if "would_change" in outcome:
+            _edit_preview(outcome)
+        else:
+            _remember_preview(outcome)
         return
     verdict = "[yellow]already applied[/]" if outcome["already_applied"] else "[green]committed[/]"
     out.print(f"{outcome['operation'].replace('_', '-')} {verdict}: transaction "
@@ -32,7 +35,8 @@ def receipt(outcome: WriteResult | RememberResult) -> None:
     if recovered:
         out.print(f"  first recovered an interrupted write: {escape(recovered['action'])}")
     for item in outcome["touched"]:
-        mark = "+" if item["before_sha256"] is None else "~"
+        mark = "+" if item["before_sha256"] is None else "-" if item["after_sha256"] is None \
+            else "~"
         out.print(f"  {mark} {escape(item['path'])}")
     if not outcome["touched"]:
         out.print("  no canonical file changed")
@@ -52,6 +56,30 @@ def receipt(outcome: WriteResult | RememberResult) -> None:
         out.print("  [yellow]title ignored[/]: the leaf exists and keeps its own title")
     if outcome.get("placement"):
         _placement(outcome["placement"])
+    _edit_facts(outcome)
+
+
+def _edit_preview(outcome: dict[str, Any]) -> None:
+    """move and forget with --dry-run: the files that would change and go."""
+    out.print(f"{outcome['operation']} [yellow]dry run[/]: nothing written")
+    for path in outcome["would_change"]:
+        out.print(f"  ~ {escape(path)}")
+    _edit_facts(outcome)
+
+
+def _edit_facts(outcome: dict[str, Any]) -> None:
+    """What move and forget report beyond the files: where the leaf went, what was
+    removed (to tell the user), and the links left pointing at nothing."""
+    done = not outcome.get("dry_run")
+    if outcome["operation"] == "move":
+        out.print(f"  {'moved' if done else 'would move'} {escape(outcome['source'])} -> "
+                  f"{escape(outcome['path'])} (id {escape(str(outcome['id']))})")
+    for item in outcome.get("removed") or []:
+        out.print(f"  {'removed' if done else 'would remove'} {escape(item['path'])} "
+                  f"(id {escape(str(item['id']))})")
+    for item in outcome.get("dangling") or []:
+        out.print(f"  [yellow]dangling link[/] in {escape(item['path'])} to "
+                  f"{escape(item['target'])}")
 
 
 def _remember_preview(outcome: RememberPreview) -> None:

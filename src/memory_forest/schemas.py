@@ -77,9 +77,11 @@ class ProposalShowResult(Result):
 
 
 # A union has no class to carry these, and MCP asks for an object schema.
-UNION_HEADS = {"RememberResult": {
-    "title": "RememberResult", "type": "object",
-    "description": "The receipt of a write, or with dry_run the preview."}}
+UNION_HEADS = {name: {"title": name, "type": "object", "description": description} for
+               name, description in (
+                   ("RememberResult", "The receipt of a write, or with dry_run the preview."),
+                   ("MoveResult", "The receipt of a move, or with dry_run the preview."),
+                   ("ForgetResult", "The receipt of a forget, or with dry_run the preview."))}
 
 
 # The results declared here rather than in ``results``.
@@ -135,7 +137,10 @@ def field_docs(cls: type) -> dict[str, str]:
     for base in getattr(cls, "__orig_bases__", ()):
         if is_typeddict(base) and base is not TypedDict:
             docs.update(field_docs(base))
-    body = ast.parse(inspect.getsource(cls)).body[0].body
+    try:
+        body = ast.parse(inspect.getsource(cls)).body[0].body
+    except OSError:  # declared the functional way (a key that is a keyword): no docstrings
+        return docs
     for field, after in zip(body, body[1:], strict=False):
         if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
                 and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)

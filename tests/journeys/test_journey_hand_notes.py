@@ -130,8 +130,9 @@ def test_an_inbox_leaf_deleted_by_hand_leaves_its_parent_on_complete_trails(
     (root / dentist).unlink()  # by hand: the branch still lists it
     code, built = cli_json("index", root)
     assert code == 0 and built["quarantined"] == 0
-    assert (inbox, "link_unresolved", "warning") in {
-        (p["path"], p["code"], p["level"]) for p in built["problems"]}
+    [listed] = [p for p in built["problems"] if p["path"] == inbox]
+    assert (listed["code"], listed["level"]) == ("link_child_missing", "warning")
+    assert "memory-forest forget" in listed["message"]  # the command that tidies the parent
 
     code, found = cli_json("retrieve", root, "library card renewal")
     assert code == 0
@@ -142,8 +143,12 @@ def test_an_inbox_leaf_deleted_by_hand_leaves_its_parent_on_complete_trails(
                if inbox in trail_paths(trail))
 
     code, audited = cli_json("audit", root)  # strict: the dangling listing is an error
-    assert code == 1 and (inbox, "link_unresolved") in {
+    assert code == 1 and (inbox, "link_child_missing") in {
         (i["path"], i["code"]) for i in audited["issues"] if i["level"] == "error"}
+    code, tidied = cli_json("forget", root, dentist)
+    assert code == 0 and tidied["tidied"] == inbox and tidied["removed"] == [], tidied
+    code, audited = cli_json("audit", root)
+    assert code == 0, audited["issues"]
 
 
 def test_a_file_that_cannot_be_read_is_named_left_out_and_nothing_of_it_is_shown(

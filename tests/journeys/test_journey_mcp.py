@@ -166,6 +166,9 @@ def test_every_tool_succeeds_and_fails_readably_in_the_inspector(inspector, fore
         ("proposals_accept", {"proposal_id": "p-20260101T000000000Z-00000000"},
          "proposal_not_found"),
         ("proposals_reject", {"proposal_id": "nonsense"}, "proposal_not_found"),
+        ("move", {"source": "stm-no-such-leaf", "to": "kitchen/fermentation"},
+         "document_missing"),
+        ("forget", {"source": "01 xltm/XLTM.md"}, "forget_layer_unsupported"),
     ]
     reads = {
         "route": ({"query": "kimchi"}, lambda o: o["results"][0]["path"] == KIMCHI),
@@ -217,8 +220,19 @@ def test_every_tool_succeeds_and_fails_readably_in_the_inspector(inspector, fore
                                         "proposals_show", "proposals_accept",
                                         "proposals_list"), bool))
 
+    def relocate() -> None:
+        """move a leaf the other calls do not read, then forget it where it went."""
+        moved = "04 stm/greenhouse/irrigation/zaatar-blend.md"
+        outcome = succeeded(inspect_call(inspector, forest, "move", source="stm-zaatar-blend",
+                                         to="greenhouse/irrigation", wait=20), "move")
+        assert outcome["path"] == moved and outcome["id"] == "stm-zaatar-blend"
+        outcome = succeeded(inspect_call(inspector, forest, "forget", source=moved, wait=20),
+                            "forget")
+        assert [item["path"] for item in outcome["removed"]] == [moved]
+        successes.update(dict.fromkeys(("move", "forget"), bool))
+
     with ThreadPoolExecutor(max_workers=3) as pool:
-        jobs = [pool.submit(review)]
+        jobs = [pool.submit(review), pool.submit(relocate)]
         jobs += [pool.submit(read, tool) for tool in reads]
         jobs += [pool.submit(error, case) for case in errors]
         for job in jobs:

@@ -49,6 +49,38 @@ REMEMBER_TOOL = (
     "transaction_id to retry safely: the same id and arguments "
     "return the stored receipt (already_applied=true) instead of writing twice.")
 
+MOVE_TOOL = (
+    "Move one STM leaf to another branch (or give it another name), or one MTM branch with all "
+    "its leaves to another tree, keeping every id, in one transaction: each document is written "
+    "at its new path with its 'Up:' link naming its new parent and removed from its old path; "
+    "the old parent's child list loses its line and the new parent's gains one; every other "
+    "wikilink in the forest that pointed at a moved document is pointed at its new path; an "
+    "ISTM event (kind 'move': ids, both paths, sha256, never the text) records it. 'source' is "
+    "a root-relative path or an id; 'to' is 'TREE/BRANCH' or 'TREE/BRANCH/LEAF' for a leaf, "
+    "'TREE' or 'TREE/BRANCH' for a branch (the last name renames it). The new parent must exist "
+    "(move_branch_missing, move_tree_missing), the target must not (move_target_exists); a "
+    "tree does not move (move_layer_unsupported). dry_run=true returns what would change and "
+    "writes nothing. Use it to file an inbox fact ('04 stm/inbox/inbox/...') where it belongs. "
+    "The lock and wait behave as for remember; pass a transaction_id to retry safely.")
+
+FORGET_TOOL = (
+    "Remove one document from the forest in one transaction: a leaf (STM), or an empty branch "
+    "(MTM) or tree (LTM); recursive=true removes a branch or tree with everything under it. Its "
+    "line is taken off its parent's child list, and an ISTM event (kind 'forget') records each "
+    "removed file's path, id and sha256 (never its text). The receipt's 'removed' lists what "
+    "went: tell the user. Wikilinks elsewhere that pointed at it are left and listed in "
+    "'dangling' (warnings; those files stay indexed). A leaf already deleted by hand is "
+    "forgotten too: its parent's line for it is removed ('tidied'). 'source' is a root-relative "
+    "path or an id. The root map, Daily, ISTM and the Life Archive are never removed "
+    "(forget_layer_unsupported); a non-empty branch or tree needs recursive "
+    "(forget_not_empty). dry_run=true returns what would be removed and writes nothing. The "
+    "lock and wait behave as for remember; pass a transaction_id to retry safely.")
+
+SOURCE = Param("source", TEXT, "The document: its root-relative path or its id.", required=True,
+               metavar="SOURCE",
+               doc="The document: its root-relative path ('04 stm/inbox/inbox/drip.md'; '.md' "
+               "may be left out) or its frontmatter id.", schema={"minLength": 1})
+
 EVENTS = Param(
     "events", DOCUMENT, "A JSON object or JSONL file of events.", required=True,
     file_flags=("--file", "-f"), stdin_mark=True, input_code="capture_input",
@@ -133,6 +165,49 @@ OPERATIONS = (
             TRANSACTION_ID, WAIT),
         writes=True, destructive=False, render="receipt", tool=REMEMBER_TOOL,
         title="Remember a fact", result="RememberResult"),
+    Operation(
+        "move", "memory_forest.writers.move:move",
+        "Move a leaf to another branch (or a branch to another tree), keeping ids and relinking.",
+        'memory-forest move ~/memory "04 stm/inbox/inbox/drip-filter" --to greenhouse/irrigation',
+        help="One transaction: the moved files, both parents' child lists and every wikilink "
+        "that pointed at them change together; an ISTM event records the move "
+        "(docs/writing.md, \"Moving and forgetting\").",
+        params=(SOURCE,
+                Param("to", TEXT, "Where: TREE/BRANCH[/LEAF] for a leaf, TREE[/BRANCH] for a "
+                      "branch; the last name renames it.",
+                      flags=("--to",), required=True, metavar="TREE/BRANCH[/LEAF]",
+                      schema={"minLength": 1},
+                      doc="Where it goes: for a leaf 'TREE/BRANCH' (same name) or "
+                      "'TREE/BRANCH/LEAF'; for a branch 'TREE' (same name) or 'TREE/BRANCH'. "
+                      "The new parent must exist."),
+                Param("dry_run", FLAG, "Say what would change; write nothing, take no lock.",
+                      flags=("--dry-run",),
+                      doc="Return the files that would change and be removed; nothing is "
+                      "written and no lock is taken (needs the index: index_missing)."),
+                TRANSACTION_ID, WAIT),
+        writes=True, destructive=False, render="receipt", tool=MOVE_TOOL,
+        title="Move a leaf", result="MoveResult"),
+    Operation(
+        "forget", "memory_forest.writers.forget:forget",
+        "Remove a leaf (or an empty branch or tree) and its parent's link to it; ISTM records "
+        "what went.",
+        'memory-forest forget ~/memory "04 stm/inbox/inbox/old-note.md" --dry-run',
+        help="The removed files' path, id and sha256 (never the text) are recorded in an ISTM "
+        "event; links elsewhere that pointed at them are listed as dangling. A leaf deleted by "
+        "hand is forgotten too: its parent's line is removed (docs/writing.md, \"Moving and "
+        "forgetting\").",
+        params=(SOURCE,
+                Param("recursive", FLAG, "Remove a branch or tree with everything under it.",
+                      flags=("--recursive",),
+                      doc="Remove a branch or a tree with every document under it; without it "
+                      "a non-empty one fails with forget_not_empty."),
+                Param("dry_run", FLAG, "Say what would be removed; write nothing, take no lock.",
+                      flags=("--dry-run",),
+                      doc="Return what would be removed and changed; nothing is written and no "
+                      "lock is taken (needs the index: index_missing)."),
+                TRANSACTION_ID, WAIT),
+        writes=True, destructive=True, render="receipt", tool=FORGET_TOOL,
+        title="Forget a document", result="ForgetResult"),
     Operation(
         "apply_daily", "memory_forest.writers.daily:apply_daily",
         "Apply a Daily Plan: add entries (with stable ## anchors) to 05 daily/YYYY-MM-DD.md.",

@@ -40,7 +40,18 @@ from .reading import (
 from .syncing import SecretFinding, SyncCommit, SyncLeft, SyncPaths, SyncResult
 from .writing import (
     CaptureResult,
+    DanglingLink,
+    EditPreview,
     FiledEntry,
+    ForgetFacts,
+    ForgetPreview,
+    ForgetReceipt,
+    ForgetResult,
+    MovedDocument,
+    MoveFacts,
+    MovePreview,
+    MoveReceipt,
+    MoveResult,
     Placement,
     PlacementReason,
     ProposalAcceptResult,
@@ -51,13 +62,17 @@ from .writing import (
     RememberPreview,
     RememberReceipt,
     RememberResult,
+    RemovedDocument,
     SkippedSource,
     Touched,
     WriteResult,
 )
 
 __all__ = [
-    "CaptureResult", "FiledEntry", "LayerCount", "LeftOut", "Node", "OpenResult", "ParentChild",
+    "CaptureResult", "DanglingLink", "EditPreview", "FiledEntry", "ForgetFacts", "ForgetPreview",
+    "ForgetReceipt", "ForgetResult", "MoveFacts", "MovePreview", "MoveReceipt", "MoveResult",
+    "MovedDocument", "RemovedDocument", "LayerCount", "LeftOut", "Node", "OpenResult",
+    "ParentChild",
     "Placement", "PlacementReason", "ProposalAcceptResult", "ProposalCounts", "ProposalListing",
     "ProposalRejectResult", "ProposalsListResult", "RememberPreview", "RememberReceipt",
     "RememberResult", "Result", "RetrieveResult", "RouteResult", "ScoredNode", "SearchHit",

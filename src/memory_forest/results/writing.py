@@ -1,4 +1,5 @@
-"""What the writers return: their receipts, remember's placement and the proposals' results.
+"""What the writers return: their receipts, remember's placement, move's and forget's, and the
+proposals' results.
 
 ``consolidate`` and ``proposals show`` embed the stored proposal, whose model belongs to
 the writers (``writers.plans.Proposal``) and is above this layer, so their results are
@@ -19,7 +20,8 @@ class Touched(TypedDict):
     """Root-relative path of a file the write changed."""
     before_sha256: str | None
     """Hash before the write; null for a new file."""
-    after_sha256: str
+    after_sha256: str | None
+    """Hash after the write; null for a removed file."""
 
 
 class WriteResult(Result):
@@ -132,6 +134,80 @@ class RememberPreview(Result):
 
 # The receipt of a write, or with dry_run the preview.
 RememberResult = RememberReceipt | RememberPreview
+
+
+class EditPreview(Result):
+    """A dry run of move or forget: what would change. Nothing was written."""
+
+    dry_run: Literal[True]
+    would_change: list[str]
+    """Files that would be written."""
+    would_remove: list[str]
+    """Files that would be removed."""
+
+
+# ``from`` is a keyword, so this one is declared the functional way (and its keys undocumented).
+MovedDocument = TypedDict("MovedDocument", {"from": str, "to": str, "id": str | None})
+
+
+class MoveFacts(TypedDict):
+    source: str
+    """The leaf's or branch's old path."""
+    path: str
+    """Its new path; open it by this path."""
+    id: str | None
+    """Its id, unchanged."""
+    moved: list[MovedDocument]
+    """Every document moved: the source, then a branch's leaves."""
+    relinked: list[str]
+    """Other files whose links now point at new paths."""
+
+
+class RemovedDocument(TypedDict):
+    path: str
+    id: str | None
+    sha256: str
+    """sha256 of the removed file, as recorded in ISTM."""
+
+
+class DanglingLink(TypedDict):
+    path: str
+    """A file that still links to a removed document (a warning)."""
+    target: str
+    """The removed document."""
+
+
+class ForgetFacts(TypedDict):
+    removed: list[RemovedDocument]
+    """What was removed: tell the user."""
+    tidied: str | None
+    """The parent whose child list lost the line."""
+    dangling: list[DanglingLink]
+
+
+class MoveReceipt(WriteResult, MoveFacts):
+    event_id: str
+    shard: str
+    """The ISTM shard that holds the move's event."""
+
+
+class MovePreview(EditPreview, MoveFacts):
+    pass
+
+
+class ForgetReceipt(WriteResult, ForgetFacts):
+    event_id: str
+    shard: str
+    """The ISTM shard that holds the removal's event."""
+
+
+class ForgetPreview(EditPreview, ForgetFacts):
+    pass
+
+
+# The receipt of a move or a forget, or with dry_run the preview.
+MoveResult = MoveReceipt | MovePreview
+ForgetResult = ForgetReceipt | ForgetPreview
 
 
 class ProposalCounts(TypedDict):

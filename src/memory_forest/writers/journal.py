@@ -8,6 +8,7 @@ the lock)::
     entry-N.json    entry N on its own, never rewritten (see ``journal_torn``)
     before-N        the previous file of entry N (a hard link to it, or a copy)
     after-N         the new bytes of entry N, until they are renamed into place
+                    (none for a file the write removes: its entry's ``after`` is null)
 
 A transaction is staged in ``journal-staging-<hex>/`` and renamed to
 ``journal/`` in one step, so a live journal always has its manifest.
@@ -27,7 +28,8 @@ The rule recovery follows:
 - state ``rolling_back`` (a handled failure began to undo the transaction):
   **roll back**, as for ``prepared``.
 - state ``written`` (every canonical file is in place and fsynced): **roll
-  forward**. Any file still missing its after-image gets it, and the index
+  forward**. Any file still missing its after-image gets it (a removed file is
+  unlinked again), and the index
   update and the receipt, which are idempotent, are done again.
 
 Both directions are idempotent, so a crash during recovery is recovered by
@@ -107,7 +109,7 @@ class Journal:
         write_private(self.dir / MANIFEST, dumps(self.manifest).encode())
 
 
-def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, bytes],
+def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, bytes | None],
           befores: dict[str, bytes | None], new_dirs: list[str],
           draft: dict[str, Any]) -> Journal:
     """Stage before- and after-images and publish the journal (state ``prepared``)."""
@@ -122,8 +124,9 @@ def begin(root: Path, transaction_id: str, operation: str, changes: dict[str, by
             before, after = befores.get(path), changes[path]
             if before is not None:
                 _keep_before(root / path, staging / f"before-{slot}", before)
-            write_new_private(staging / f"after-{slot}", after)
-            entry = {"path": path, "slot": slot, "after": _image(after),
+            if after is not None:  # None: the write removes the file
+                write_new_private(staging / f"after-{slot}", after)
+            entry = {"path": path, "slot": slot, "after": None if after is None else _image(after),
                      "before": None if before is None else _image(before)}
             write_new_private(staging / entry_name(slot), entry_record(
                 transaction_id, operation, slot, len(changes), path, entry["before"],
@@ -168,7 +171,10 @@ def apply(journal: Journal) -> None:
     parents: dict[Path, None] = {}
     for number, entry in enumerate(journal.entries):
         target = root / entry["path"]
-        os.rename(journal.dir / f"after-{entry['slot']}", target)
+        if entry["after"] is None:
+            _remove(target)
+        else:
+            os.rename(journal.dir / f"after-{entry['slot']}", target)
         parents[target.parent] = None
         crash_point(f"writing:{number + 1}")  # that many files are in place
         if number == 0:
@@ -229,7 +235,13 @@ def rollback(journal: Journal, max_bytes: int) -> None:
 def roll_forward(journal: Journal, max_bytes: int) -> None:
     root = journal.root
     for number, entry in enumerate(journal.entries):
-        if _current_sha(root, entry["path"], max_bytes) == entry["after"]["sha256"]:
+        current = _current_sha(root, entry["path"], max_bytes)
+        if entry["after"] is None:
+            if current is not None:
+                _remove(root / entry["path"])
+                fsync_dir((root / entry["path"]).parent)
+            continue
+        if current == entry["after"]["sha256"]:
             continue
         staged = journal.dir / f"after-{entry['slot']}"
         if not os.path.lexists(staged):
@@ -239,6 +251,14 @@ def roll_forward(journal: Journal, max_bytes: int) -> None:
         crash_point(f"recovering:{number + 1}")
         if number == 0:
             crash_point("recovering")
+
+
+def _remove(target: Path) -> None:
+    """Unlink a file the write takes out; its before-image in the journal keeps the bytes."""
+    try:
+        target.unlink()
+    except FileNotFoundError:
+        pass
 
 
 def _current_sha(root: Path, rel: str, max_bytes: int) -> str | None:
@@ -325,8 +345,11 @@ def _well_formed(manifest: dict[str, Any]) -> bool:
             and isinstance(manifest.get("draft"), dict)
             and isinstance(entries, list)
             and all(isinstance(entry, dict) and inside(entry.get("path"))
-                    and isinstance(entry.get("slot"), int) and image(entry.get("after"))
+                    and isinstance(entry.get("slot"), int)
+                    and "after" in entry  # a missing key is damage, never a removal
+                    and (entry["after"] is None or image(entry["after"]))
                     and (entry.get("before") is None or image(entry["before"]))
+                    and (entry.get("before") or entry.get("after")) is not None
                     for entry in entries))
 
 

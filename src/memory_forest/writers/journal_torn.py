@@ -5,9 +5,10 @@ error, or a hand edit) takes with it the one field recovery needs to choose a
 direction. Each entry of a transaction therefore also has ``entry-N.json``,
 written once while the journal is staged and never rewritten: the path its
 ``before-N`` and ``after-N`` are of, the sha256 of both images (``before``
-null for a file the write created), the directories the write created above
-it, and how many entries the transaction has. Undoing needs nothing else, so
-``restore`` can put the before-state back whatever the manifest became.
+null for a file the write created, ``after`` null for one it removes), the
+directories the write created above it, and how many entries the transaction
+has. Undoing needs nothing else, so ``restore`` can put the before-state back
+whatever the manifest became.
 
 A journal staged before entry files existed is read from the manifest's text
 instead: the receipt draft it holds lists each path with both sha256s, and
@@ -64,7 +65,7 @@ def entry_name(slot: int) -> str:
 
 
 def entry_record(transaction_id: str, operation: str, slot: int, count: int, path: str,
-                 before: dict[str, Any] | None, after: dict[str, Any],
+                 before: dict[str, Any] | None, after: dict[str, Any] | None,
                  new_dirs: list[str]) -> bytes:
     return dumps({"format": ENTRY_FORMAT, "transaction_id": transaction_id,
                   "operation": operation, "slot": slot, "entries": count, "path": path,
@@ -78,7 +79,7 @@ def entry_record(transaction_id: str, operation: str, slot: int, count: int, pat
 # JSON around them is cut short or damaged.
 _NAMED_PATH = re.compile(r'"path":"((?:[^"\\]|\\.)*)"')
 # The receipt draft's "touched" list names each path with the sha256 of both its images.
-_NAMED_IMAGES = re.compile(r'"after_sha256":"([0-9a-f]{64})","before_sha256":'
+_NAMED_IMAGES = re.compile(r'"after_sha256":(?:"([0-9a-f]{64})"|null),"before_sha256":'
                            r'(?:"([0-9a-f]{64})"|null),"path":"((?:[^"\\]|\\.)*)"')
 # Keys are sorted, so the manifest's own operation, state and id come after the draft's:
 # the last match of each is the manifest's.
@@ -107,7 +108,8 @@ def salvage(root: Path) -> dict[str, Any]:
     paths = set(filter(None, map(_string, _NAMED_PATH.findall(text))))
     images: dict[str, str | None] = {}
     for after, before, path in _NAMED_IMAGES.findall(text):
-        images[after] = images[before or after] = _string(path)
+        for image in filter(None, (after, before)):
+            images[image] = _string(path)
     entries, _ = _entry_files(root)
     for entry in entries.values():
         paths.add(entry["path"])
@@ -179,7 +181,7 @@ def _entry_ok(record: Any, slot: int) -> bool:
             and slot < record["entries"] <= _MAX_ENTRIES
             and isinstance(record.get("transaction_id"), str)
             and isinstance(record.get("operation"), str) and inside(record.get("path"))
-            and image(record.get("after"))
+            and "after" in record and (record["after"] is None or image(record["after"]))
             and (record.get("before") is None or image(record["before"]))
             and isinstance(record.get("dirs"), list) and all(map(inside, record["dirs"])))
 
@@ -246,7 +248,7 @@ def restore_plan(forest: Forest) -> Plan:
 
 
 def _from_entries(entries: dict[int, dict[str, Any]], damaged: list[dict[str, Any]]
-                  ) -> tuple[list[tuple[int | None, str, str | None, str]], Plan]:
+                  ) -> tuple[list[tuple[int | None, str, str | None, str | None]], Plan]:
     counts = {entry["entries"] for entry in entries.values()}
     total = max(counts | {len(entries) + len(damaged)})
     for slot in range(total):
@@ -262,12 +264,12 @@ def _from_entries(entries: dict[int, dict[str, Any]], damaged: list[dict[str, An
     plan.dirs = sorted({rel for entry in entries.values() for rel in entry["dirs"]},
                        key=lambda rel: (rel.count("/"), rel))
     records = [(slot, entry["path"], (entry["before"] or {}).get("sha256"),
-                entry["after"]["sha256"]) for slot, entry in sorted(entries.items())]
+                (entry["after"] or {}).get("sha256")) for slot, entry in sorted(entries.items())]
     return records, plan
 
 
 def _from_manifest_text(root: Path, damaged: list[dict[str, Any]]
-                        ) -> tuple[list[tuple[int | None, str, str | None, str]], Plan]:
+                        ) -> tuple[list[tuple[int | None, str, str | None, str | None]], Plan]:
     """A journal from before entry files: the receipt draft in the manifest's text."""
     text = _manifest_text(root)
     fields = {name: _string(value) for name, value in _NAMED_FIELD.findall(text)}
@@ -282,7 +284,7 @@ def _from_manifest_text(root: Path, damaged: list[dict[str, Any]]
         if not inside(path):
             damaged.append({"name": MANIFEST, "path": None, "reason": "names a path outside"})
             continue
-        records.append((None, path, before or None, after))
+        records.append((None, path, before or None, after or None))
     for listed in _NAMED_DIRS.findall(text):
         try:
             dirs = loads_strict(listed.encode())

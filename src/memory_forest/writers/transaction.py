@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import index, lock
@@ -40,18 +41,25 @@ class Stage:
         self.view = view
         self.now = receipts.now()
         self.changes: dict[str, bytes] = {}
+        self.removed: set[str] = set()  # files the write takes out of the forest
         self.new_dirs: list[str] = []
         self.details: dict[str, Any] = {}
 
     def read(self, path: str) -> bytes | None:
+        if path in self.removed:
+            return None
         return self.changes[path] if path in self.changes else self.view.read(path)
 
     def text(self, path: str) -> str | None:
+        if path in self.removed:
+            return None
         if path in self.changes:
             return self.changes[path].decode("utf-8")
         return self.view.text(path)
 
     def exists(self, path: str) -> bool:
+        if path in self.removed:
+            return False
         return path in self.changes or self.view.exists(path)
 
     def title(self, path: str) -> str:
@@ -63,12 +71,18 @@ class Stage:
         return title_of(parse_route(path), self.changes[path], limit)
 
     def put(self, path: str, data: str | bytes) -> None:
+        self.removed.discard(path)
         self.changes[path] = data.encode("utf-8") if isinstance(data, str) else data
         parts = path.split("/")
         for depth in range(2, len(parts)):  # below the layer directory, which must exist
             rel = "/".join(parts[:depth])
             if rel not in self.new_dirs and not self.view.is_dir(rel):
                 self.new_dirs.append(rel)
+
+    def remove(self, path: str) -> None:
+        """Take ``path`` out of the forest (journaled like a write: a crash puts it back)."""
+        self.changes.pop(path, None)
+        self.removed.add(path)
 
 
 Prepare = Callable[[Stage], None]
@@ -120,11 +134,13 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
     try:
         stage = Stage(view)
         prepare(stage)
-        staged = {path: data for path, data in stage.changes.items() if view.read(path) != data}
+        staged: dict[str, bytes | None] = {
+            path: data for path, data in stage.changes.items() if view.read(path) != data}
+        staged.update({path: None for path in stage.removed if view.exists(path)})
         report = check_staged(view, staged, stage.new_dirs)
         befores = {path: view.read(path) for path in staged}
-        widened = _wider_than_private(forest, [path for path in staged
-                                               if befores[path] is not None])
+        widened = _wider_than_private(forest, [path for path, data in staged.items()
+                                               if befores[path] is not None and data is not None])
         refresh = sorted((set(view.stale) | view.refresh) - set(staged))
     finally:
         view.close()
@@ -134,7 +150,7 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
         "operation": operation,
         "plan_sha256": plan_sha256,
         "committed_at": stage.now,
-        "touched": [{"path": path, "after_sha256": sha256_hex(data),
+        "touched": [{"path": path, "after_sha256": None if data is None else sha256_hex(data),
                      "before_sha256": None if befores[path] is None
                      else sha256_hex(befores[path])} for path, data in sorted(staged.items())],
         "created_dirs": list(stage.new_dirs) if staged else [],
@@ -161,7 +177,24 @@ def _commit(forest: Forest, operation: str, txid: str, plan_sha256: str,
         _undo(forest, active)
         raise
     journal.finish(active)
+    _prune(root, [path for path, data in staged.items() if data is None])
     return receipt
+
+
+def _prune(root: Path, removed: list[str]) -> None:
+    """Remove the folders a removal left empty (a forgotten branch's leaf folder).
+
+    After the journal is gone, so a crash never has to recreate a folder to put a
+    file back; an empty folder left by a crash here holds nothing and is harmless.
+    """
+    for path in removed:
+        parts = path.split("/")[:-1]
+        while len(parts) > 1:  # never the layer directory itself
+            try:
+                os.rmdir(root.joinpath(*parts))
+            except OSError:
+                break  # not empty (or already gone)
+            parts.pop()
 
 
 def _wider_than_private(forest: Forest, paths: list[str]) -> list[str]:

@@ -121,6 +121,10 @@ class View:
     def paths_with_ids(self, ids: set[str]) -> dict[str, list[str]]:
         return lookups.paths_with_ids(self._con(), ids)
 
+    def linking_to(self, target: str) -> set[str]:
+        """The files the index says hold a (non-parent) link to this link target."""
+        return filerows.linking_to(self._con(), {target})
+
     def counts(self) -> tuple[int, int]:
         return filerows.totals(self._con())
 
