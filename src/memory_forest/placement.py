@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .forest import Forest
+from .instances import differs
 from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
 from .routes import CONFLICT_COPY, children_prefix, mtm_path, stm_path
 from .store import lookups
@@ -54,6 +55,7 @@ INBOX_BRANCH = "inbox"
 MIN_MATCHED = 2  # one shared word is a coincidence; two start to be a topic
 MIN_COVERAGE = 0.3  # the branch must hold this share of the fact's terms
 MIN_MARGIN = 1.5  # and outscore the next branch by this factor, or the choice is a guess
+WEIGHED = 3  # branches whose held terms are counted: the runner-up and one behind it
 CANDIDATE_DEPTH = 50  # documents ranked per fact: enough to find every serious branch
 
 SLUG_WORDS = 6
@@ -94,18 +96,18 @@ def place(forest: Forest, text: str, *, append: bool = False,
                   "min_margin": MIN_MARGIN}
     con = forest.reader()
     chosen = chosen_terms(con, terms) if terms else []
-    ranked = _branches(con, chosen) if chosen else []
+    ranked = _weighed(con, chosen, _branches(con, chosen)) if chosen else []
     best = ranked[0] if ranked else None
     runner = ranked[1] if len(ranked) > 1 else None
-    matched = _matched(con, chosen, best) if best else []
+    matched, titled = (best.matched, best.titled) if best else ([], [])
     reason: dict[str, Any] = {
-        "rule": _verdict(counted, matched, best, runner),
+        "rule": _verdict(counted, best, runner),
         "branch": best.path if best else None,
         "branch_score": best.score if best else 0.0,
         "runner_up": runner.path if runner else None,
         "runner_up_score": runner.score if runner else None,
-        "terms": counted, "matched_terms": matched,
-        "coverage": round(len(matched) / counted, 4) if counted else 0.0,
+        "terms": counted, "matched_terms": matched, "branch_terms": titled,
+        "coverage": round((len(matched) + len(titled)) / counted, 4) if counted else 0.0,
         "thresholds": thresholds,
     }
     named = title or _first_words(text)
@@ -114,17 +116,31 @@ def place(forest: Forest, text: str, *, append: bool = False,
         return Placement(INBOX_TREE, INBOX_BRANCH, leaf, named,
                          stm_path(INBOX_TREE, INBOX_BRANCH, leaf), "inbox",
                          best.score if best else 0.0, reason)
-    if append and best.leaf is not None:
-        leaf_path, leaf_score = best.leaf
-        leaf = leaf_path.rsplit("/", 1)[1][:-3]
-        reason.update(leaf=leaf_path, leaf_score=round(leaf_score, 4))
-        return Placement(best.tree, best.branch, leaf, named, leaf_path, "append", best.score,
-                         reason)
     if append:
-        reason["leaf"] = None  # asked to append, but no leaf of the branch matched
+        same = _same_instance(text, best, reason)
+        if same is not None:
+            return Placement(best.tree, best.branch, same.rsplit("/", 1)[1][:-3], named, same,
+                             "append", best.score, reason)
     leaf = _unique_leaf(forest, con, best.tree, best.branch, named)
     return Placement(best.tree, best.branch, leaf, named, stm_path(best.tree, best.branch, leaf),
                      "new_leaf", best.score, reason)
+
+
+def _same_instance(text: str, best: _Branch, reason: dict[str, Any]) -> str | None:
+    """The best-scoring leaf of the branch that names no other instance than the fact
+    (``instances.differs``), or None (noted in ``reason``) when no such leaf matched."""
+    others = []
+    for path, score, leaf_title in sorted(best.leaves, key=lambda leaf: (-leaf[1], leaf[0])):
+        differing = differs(text, leaf_title)
+        if not differing:
+            reason.update(leaf=path, leaf_score=round(score, 4))
+            break
+        others.append({"leaf": path, "differs": differing})
+    else:
+        reason["leaf"] = None  # asked to append, but no leaf of the branch is this instance
+    if others:
+        reason["other_instances"] = others
+    return reason["leaf"]
 
 
 # --- ranking ---------------------------------------------------------------------------------
@@ -137,8 +153,20 @@ class _Branch:
     path: str
     rowid: int = 0
     own: float = 0.0  # the branch document's own evidence
-    leaf: tuple[str, float] | None = None  # its best active leaf with evidence
+    leaves: list[tuple[str, float, str]] = field(default_factory=list)  # path, score, title
     score: float = 0.0
+    matched: list[str] = field(default_factory=list)  # the fact's terms its subtree holds
+    titled: list[str] = field(default_factory=list)  # ... and of those, its name holds
+
+    @property
+    def strength(self) -> int:
+        """The fact's terms the subtree holds, a term its name holds counted twice."""
+        return len(self.matched) + len(self.titled)
+
+    @property
+    def leaf(self) -> tuple[str, float, str] | None:
+        """Its best active leaf with evidence."""
+        return min(self.leaves, key=lambda leaf: (-leaf[1], leaf[0]), default=None)
 
 
 def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
@@ -154,8 +182,8 @@ def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
                                                                  mtm_path(tree, branch)))
         if parts[0] == "03 mtm":
             owner.own = score
-        elif owner.leaf is None or (-score, path) < (-owner.leaf[1], owner.leaf[0]):
-            owner.leaf = (path, score)
+        else:
+            owner.leaves.append((path, score, row.title))
     rows = {row.path: row for row in lookups.nodes(con, sorted(found))}
     ranked = []
     for path, candidate in found.items():
@@ -169,24 +197,39 @@ def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
     return ranked
 
 
-def _matched(con: sqlite3.Connection, terms: list[str], branch: _Branch) -> list[str]:
-    """The terms the branch's subtree holds: the branch document and its active leaves."""
+def _weighed(con: sqlite3.Connection, terms: list[str], ranked: list[_Branch]) -> list[_Branch]:
+    """The best ``WEIGHED`` branches by score, each with the terms it holds, reordered by
+    strength first: a branch that holds more of the fact outranks one that scores higher
+    on fewer of its words."""
+    top = ranked[:WEIGHED]
+    for branch in top:
+        branch.matched, branch.titled = _matched(con, terms, branch)
+    return sorted(top, key=lambda b: (-b.strength, -b.score, b.path))
+
+
+def _matched(con: sqlite3.Connection, terms: list[str],
+             branch: _Branch) -> tuple[list[str], list[str]]:
+    """The terms the branch's subtree holds (the branch document and its active leaves), and
+    those of them its own name holds (its title, or its tree's or its own name in its path)."""
     leaves = lookups.children(con, branch.path, children_prefix(branch.path) or "")
     rowids = [branch.rowid, *(row.rowid for row in leaves if row.status not in INACTIVE)]
-    return [term for term in terms if lookups.holding(con, term, rowids)]
+    matched = [term for term in terms if lookups.holding(con, term, rowids)]
+    titled = [term for term in matched
+              if lookups.holding(con, term, [branch.rowid], ("title",))]
+    return matched, titled
 
 
-def _verdict(counted: int, matched: list[str], best: _Branch | None,
-             runner: _Branch | None) -> str:
+def _verdict(counted: int, best: _Branch | None, runner: _Branch | None) -> str:
     if not counted:
         return "no_searchable_words"
     if best is None:
         return "no_candidate"
-    if len(matched) < min(MIN_MATCHED, counted):
+    if best.strength < min(MIN_MATCHED, counted):
         return "too_few_terms"
-    if len(matched) / counted < MIN_COVERAGE:
+    if best.strength / counted < MIN_COVERAGE:
         return "low_coverage"
-    if runner is not None and best.score < MIN_MARGIN * runner.score:
+    if runner is not None and runner.strength >= best.strength \
+            and best.score < MIN_MARGIN * runner.score:
         return "ambiguous"
     return "confident"
 
