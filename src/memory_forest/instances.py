@@ -24,10 +24,12 @@ import re
 
 from .text import STOPWORDS
 
-_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?![^\W\d_])")  # a digit run not inside a word
+_NUMBER = re.compile(r"(?<!\w)\d+(?!\w)")  # digits alone: "B12" and "3b" are names of a kind
 _YEAR = re.compile(r"(?:19|20)\d\d")
 # A word with a capital first letter, its apostrophe-s left off ("Tom's" names Tom).
 _CAPITALISED = re.compile(r"\b([^\W\d_a-z][^\W\d_]*)(?:['\u2019]s)?\b")
+# A title before a name says someone is named; the name that follows says who.
+HONORIFICS = frozenset("mr mrs ms miss dr prof".split())
 # A short capitalised word before a dot (Dr., Mrs., St.) is a title, not a sentence's end.
 _TITLE_DOT = re.compile(r"(?:^|\s)[^\W\d_a-z][^\W\d_]{0,2}\.$")
 
@@ -38,8 +40,9 @@ def markers(text: str) -> dict[str, frozenset[str]]:
     names = set()
     for match in _CAPITALISED.finditer(text):
         word = match.group(1)
-        if word.lower() not in STOPWORDS and not _starts_sentence(text[:match.start()]):
-            names.add(word.casefold())  # a capital that starts a sentence says nothing
+        if word.lower() in STOPWORDS | HONORIFICS or _starts_sentence(text[:match.start()]):
+            continue  # a capital that starts a sentence says nothing about a name
+        names.add(word.casefold())
     return {"years": frozenset(n for n in numbers if _YEAR.fullmatch(n)),
             "numbers": frozenset(n for n in numbers if not _YEAR.fullmatch(n)),
             "names": frozenset(names)}

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .forest import Forest
-from .instances import differs
+from .instances import HONORIFICS, differs
 from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
 from .routes import CONFLICT_COPY, children_prefix, mtm_path, stm_path
 from .store import lookups
@@ -53,10 +53,19 @@ INBOX_BRANCH = "inbox"
 
 # The confidence rule, tuned on the example forest (docs/writing.md shows the scores).
 MIN_MATCHED = 2  # one shared word is a coincidence; two start to be a topic
-MIN_COVERAGE = 0.3  # the branch must hold this share of the fact's terms
+MIN_COVERAGE = 0.25  # the branch must hold this share of the fact's topical terms
 MIN_MARGIN = 1.5  # and outscore the next branch by this factor, or the choice is a guess
 WEIGHED = 3  # branches whose held terms are counted: the runner-up and one behind it
 CANDIDATE_DEPTH = 50  # documents ranked per fact: enough to find every serious branch
+
+# Words that date a fact; they neither count for a branch nor against it.
+WHEN_WORDS = frozenset("""
+day days week weeks weekend weekends month months year years today tonight yesterday tomorrow
+morning mornings afternoon evening evenings night nights noon midnight am pm last next ago
+monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays
+saturday saturdays sunday sundays january february march april may june july august
+september october november december daily weekly monthly yearly annual again time times
+""".split())
 
 SLUG_WORDS = 6
 SLUG_CHARS = 60
@@ -91,7 +100,7 @@ def place(forest: Forest, text: str, *, append: bool = False,
           title: str | None = None) -> Placement:
     """Where ``text`` belongs in this forest (read-only; ``index_missing`` without an index)."""
     terms = query_terms(text)
-    counted = min(len(terms), MAX_QUERY_TERMS)
+    counted = min(sum(1 for term in terms if _topical(term)), MAX_QUERY_TERMS)
     thresholds = {"min_matched": MIN_MATCHED, "min_coverage": MIN_COVERAGE,
                   "min_margin": MIN_MARGIN}
     con = forest.reader()
@@ -101,7 +110,7 @@ def place(forest: Forest, text: str, *, append: bool = False,
     runner = ranked[1] if len(ranked) > 1 else None
     matched, titled = (best.matched, best.titled) if best else ([], [])
     reason: dict[str, Any] = {
-        "rule": _verdict(counted, best, runner),
+        "rule": _verdict(len(terms), counted, best, runner),
         "branch": best.path if best else None,
         "branch_score": best.score if best else 0.0,
         "runner_up": runner.path if runner else None,
@@ -127,20 +136,19 @@ def place(forest: Forest, text: str, *, append: bool = False,
 
 
 def _same_instance(text: str, best: _Branch, reason: dict[str, Any]) -> str | None:
-    """The best-scoring leaf of the branch that names no other instance than the fact
-    (``instances.differs``), or None (noted in ``reason``) when no such leaf matched."""
-    others = []
-    for path, score, leaf_title in sorted(best.leaves, key=lambda leaf: (-leaf[1], leaf[0])):
-        differing = differs(text, leaf_title)
-        if not differing:
-            reason.update(leaf=path, leaf_score=round(score, 4))
-            break
-        others.append({"leaf": path, "differs": differing})
-    else:
-        reason["leaf"] = None  # asked to append, but no leaf of the branch is this instance
-    if others:
-        reason["other_instances"] = others
-    return reason["leaf"]
+    """The branch's best-scoring leaf unless it names another instance than the fact
+    (``instances.differs``); then None, noted in ``reason``. The next leaf down is never
+    tried: the record most like the fact being another instance says the fact is a new one."""
+    if best.leaf is None:
+        reason["leaf"] = None  # asked to append, but no leaf of the branch matched
+        return None
+    path, score, leaf_title = best.leaf
+    differing = differs(text, leaf_title)
+    if differing:
+        reason.update(leaf=None, other_instance={"leaf": path, "differs": differing})
+        return None
+    reason.update(leaf=path, leaf_score=round(score, 4))
+    return path
 
 
 # --- ranking ---------------------------------------------------------------------------------
@@ -213,18 +221,25 @@ def _matched(con: sqlite3.Connection, terms: list[str],
     those of them its own name holds (its title, or its tree's or its own name in its path)."""
     leaves = lookups.children(con, branch.path, children_prefix(branch.path) or "")
     rowids = [branch.rowid, *(row.rowid for row in leaves if row.status not in INACTIVE)]
-    matched = [term for term in terms if lookups.holding(con, term, rowids)]
+    matched = [term for term in terms if _topical(term) and lookups.holding(con, term, rowids)]
     titled = [term for term in matched
               if lookups.holding(con, term, [branch.rowid], ("title",))]
     return matched, titled
 
 
-def _verdict(counted: int, best: _Branch | None, runner: _Branch | None) -> str:
-    if not counted:
+def _topical(term: str) -> bool:
+    """Whether a term can say what a fact is about: numbers and calendar words say which
+    one or when (``instances``), and a household's every branch has dates."""
+    return not term.isdigit() and term.casefold() not in WHEN_WORDS | HONORIFICS
+
+
+def _verdict(searchable: int, counted: int, best: _Branch | None,
+             runner: _Branch | None) -> str:
+    if not searchable:
         return "no_searchable_words"
     if best is None:
         return "no_candidate"
-    if best.strength < min(MIN_MATCHED, counted):
+    if best.strength < MIN_MATCHED:
         return "too_few_terms"
     if best.strength / counted < MIN_COVERAGE:
         return "low_coverage"
