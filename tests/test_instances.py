@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_forest.instances import differs, markers
+from memory_forest.instances import differs, markers, names_same
 
 
 def test_markers_are_years_other_numbers_and_names_not_starting_a_sentence():
@@ -37,3 +37,10 @@ def test_markers_are_years_other_numbers_and_names_not_starting_a_sentence():
 def test_a_fact_differs_when_it_names_another_marker_of_a_kind_the_record_has(fact, title,
                                                                               expected):
     assert differs(fact, title) == expected
+
+
+def test_names_same_needs_a_marker_the_fact_shares():
+    assert names_same("Kimchi batch 8 tasted sour", "Kimchi batch 8")
+    assert not names_same("Kimchi batch 8 tasted sour", "Kimchi batch 7")
+    assert not names_same("Kimchi batch 8 tasted sour", "Sourdough starter")  # names none
+    assert not names_same("The kimchi tasted sour", "Kimchi batch 8")  # the fact names none

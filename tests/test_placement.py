@@ -158,6 +158,17 @@ def test_append_never_files_a_fact_into_another_instance(indexed):
     plain = placed(indexed, "The kimchi batch brine is clear again, napa cabbage soft.",
                    append=True)
     assert plain.action == "append" and plain.path == KIMCHI
+    # Once batch 8 has a leaf, its news goes there, even when batch 7's leaf scores higher;
+    # a batch no leaf names gets a leaf of its own.
+    batch_8 = "04 stm/kitchen/fermentation/kimchi-batch-8.md"
+    write_doc(indexed, batch_8, "Kimchi batch 8", "Started.", "stm-kimchi-8")
+    operations.index(indexed)
+    again = placed(indexed, "Kimchi batch 8 tasted sour on day 12; napa cabbage soft.",
+                   append=True)
+    assert again.action == "append" and again.path == batch_8
+    assert again.reason["other_instance"]["leaf"] == KIMCHI
+    other = placed(indexed, "Kimchi batch 9 tasted sour on day 3.", append=True)
+    assert other.action == "new_leaf" and other.reason["leaf"] is None
 
 
 def test_placing_reads_only_and_is_deterministic(indexed):

@@ -4,8 +4,9 @@
 batch 7", and BM25 ranks that leaf first; appending would file batch 8's
 tasting note in batch 7's record. Words say what a fact is about; numbers,
 years and names say which one. ``place`` asks ``differs`` before it appends a
-fact to a leaf (for ``remember --append`` and ``consolidate`` alike), and
-files a new leaf beside it when the answer is yes.
+fact to a leaf (for ``remember --append`` and ``consolidate`` alike): when the
+best leaf is another instance, the fact goes to a leaf that ``names_same``
+instance as it does, or to a new leaf beside them.
 
 A record's markers come from its title (the name a reader knows it by): its
 years (four digits, 1900-2099), its other numbers, and its names (words
@@ -63,3 +64,11 @@ def differs(fact: str, record_title: str) -> dict[str, list[str]]:
     theirs, ours = markers(record_title), markers(fact)
     return {kind: sorted(theirs[kind] - ours[kind]) for kind in theirs
             if theirs[kind] and ours[kind] and not theirs[kind] <= ours[kind]}
+
+
+def names_same(fact: str, record_title: str) -> bool:
+    """Whether the record's title names an instance (a year, number or name) and the fact
+    names that same one: "Kimchi batch 8 tasted sour" and "Kimchi batch 8 started"."""
+    theirs, ours = markers(record_title), markers(fact)
+    shared = any(theirs[kind] and theirs[kind] <= ours[kind] for kind in theirs)
+    return shared and not differs(fact, record_title)

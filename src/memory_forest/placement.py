@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .forest import Forest
-from .instances import HONORIFICS, differs
+from .instances import HONORIFICS, differs, names_same
 from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
 from .routes import CONFLICT_COPY, children_prefix, mtm_path, stm_path
 from .store import lookups
@@ -136,19 +136,27 @@ def place(forest: Forest, text: str, *, append: bool = False,
 
 
 def _same_instance(text: str, best: _Branch, reason: dict[str, Any]) -> str | None:
-    """The branch's best-scoring leaf unless it names another instance than the fact
-    (``instances.differs``); then None, noted in ``reason``. The next leaf down is never
-    tried: the record most like the fact being another instance says the fact is a new one."""
+    """The leaf to append to: the branch's best-scoring leaf unless it names another instance
+    than the fact (``instances.differs``); then the best leaf that names the fact's own
+    instance (``instances.names_same``); else None, noted in ``reason``. A leaf that merely
+    names none is not a fallback: it would take a fact about another batch by chance."""
     if best.leaf is None:
         reason["leaf"] = None  # asked to append, but no leaf of the branch matched
         return None
     path, score, leaf_title = best.leaf
     differing = differs(text, leaf_title)
     if differing:
-        reason.update(leaf=None, other_instance={"leaf": path, "differs": differing})
-        return None
-    reason.update(leaf=path, leaf_score=round(score, 4))
+        reason["other_instance"] = {"leaf": path, "differs": differing}
+        path, score = next(((other, value) for other, value, title in _by_score(best.leaves)
+                            if names_same(text, title)), (None, 0.0))
+    reason["leaf"] = path
+    if path is not None:
+        reason["leaf_score"] = round(score, 4)
     return path
+
+
+def _by_score(leaves: list[tuple[str, float, str]]) -> list[tuple[str, float, str]]:
+    return sorted(leaves, key=lambda leaf: (-leaf[1], leaf[0]))
 
 
 # --- ranking ---------------------------------------------------------------------------------
@@ -174,7 +182,7 @@ class _Branch:
     @property
     def leaf(self) -> tuple[str, float, str] | None:
         """Its best active leaf with evidence."""
-        return min(self.leaves, key=lambda leaf: (-leaf[1], leaf[0]), default=None)
+        return next(iter(_by_score(self.leaves)), None)
 
 
 def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
