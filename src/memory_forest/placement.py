@@ -55,6 +55,11 @@ INBOX_BRANCH = "inbox"
 MIN_MATCHED = 2  # one shared word is a coincidence; two start to be a topic
 MIN_COVERAGE = 0.25  # the branch must hold this share of the fact's topical terms
 MIN_MARGIN = 1.5  # and outscore the next branch by this factor, or the choice is a guess
+# With semantic ranking on, a fact the words leave unplaced goes to the branch of its
+# nearest branch or leaf when that is this much closer than the nearest null passage:
+# calibrated on the tuned part of the labelled set (docs/benchmarks.md, "Placement").
+DENSE_GAP = 0.02
+PLACED = ("confident", "dense")
 WEIGHED = 3  # branches whose held terms are counted: the runner-up and one behind it
 CANDIDATE_DEPTH = 50  # documents ranked per fact: enough to find every serious branch
 
@@ -105,7 +110,8 @@ def place(forest: Forest, text: str, *, append: bool = False,
                   "min_margin": MIN_MARGIN}
     con = forest.reader()
     chosen = chosen_terms(con, terms) if terms else []
-    ranked = _weighed(con, chosen, _branches(con, chosen)) if chosen else []
+    ranked = _weighed(con, chosen, _branches(con, evidence(con, chosen, CANDIDATE_DEPTH))) \
+        if chosen else []
     best = ranked[0] if ranked else None
     runner = ranked[1] if len(ranked) > 1 else None
     matched, titled = (best.matched, best.titled) if best else ([], [])
@@ -119,8 +125,13 @@ def place(forest: Forest, text: str, *, append: bool = False,
         "coverage": round((len(matched) + len(titled)) / counted, 4) if counted else 0.0,
         "thresholds": thresholds,
     }
+    if reason["rule"] not in ("confident", "no_searchable_words"):
+        near = _nearest(forest, con, text)
+        if near is not None:  # the words fell short, but the meaning is close: dense placement
+            best, reason["dense"] = near
+            reason.update(rule="dense", branch=best.path)
     named = title or _first_words(text)
-    if best is None or reason["rule"] != "confident":
+    if best is None or reason["rule"] not in PLACED:
         leaf = _unique_leaf(forest, con, INBOX_TREE, INBOX_BRANCH, named)
         return Placement(INBOX_TREE, INBOX_BRANCH, leaf, named,
                          stm_path(INBOX_TREE, INBOX_BRANCH, leaf), "inbox",
@@ -185,10 +196,11 @@ class _Branch:
         return next(iter(_by_score(self.leaves)), None)
 
 
-def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
-    """Candidate branches, best first: active, indexed, outside the inbox, with evidence."""
+def _branches(con: sqlite3.Connection, scored: dict[str, list]) -> list[_Branch]:
+    """Candidate branches, best first: active, indexed, outside the inbox, with evidence
+    (``{path: [row, score]}``: ``ranking.evidence``, or one document's cosine)."""
     found: dict[str, _Branch] = {}
-    for path, (row, score) in evidence(con, terms, CANDIDATE_DEPTH).items():
+    for path, (row, score) in scored.items():
         parts = path.split("/")
         if row.status in INACTIVE or parts[0] not in ("03 mtm", "04 stm") \
                 or parts[1] == INBOX_TREE or CONFLICT_COPY.search(path):
@@ -211,6 +223,27 @@ def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
         ranked.append(candidate)
     ranked.sort(key=lambda b: (-b.score, b.path))
     return ranked
+
+
+def _nearest(forest: Forest, con: sqlite3.Connection,
+             text: str) -> tuple[_Branch, dict[str, Any]] | None:
+    """With semantic ranking on, the branch of the branch or leaf nearest to the fact by
+    meaning, when it is closer than the nearest null passage by ``DENSE_GAP`` (the model
+    vouches for it, ``semantic_null``); None otherwise, or with semantic ranking off."""
+    from .semantic import searcher
+
+    dense, _ = searcher(forest)
+    if dense is None:
+        return None
+    rows, floor = dense.nearest(con, text, CANDIDATE_DEPTH)
+    for row, cosine in rows:
+        candidates = _branches(con, {row.path: [row, cosine]})
+        if candidates:
+            if cosine - floor < DENSE_GAP:
+                return None
+            return candidates[0], {"document": row.path, "cosine": round(cosine, 4),
+                                   "floor": round(floor, 4), "min_gap": DENSE_GAP}
+    return None
 
 
 def _weighed(con: sqlite3.Connection, terms: list[str], ranked: list[_Branch]) -> list[_Branch]:
