@@ -3,7 +3,8 @@
 ``remember`` without a tree, branch and leaf asks ``place`` where to file the
 fact, and consolidation asks it for each proposed record. The answer comes
 from the index alone (the same FTS5 evidence ``retrieve`` ranks with, read
-through ``forest.reader()``): no body is opened, nothing is written.
+through ``forest.reader()``, and the vectors when semantic ranking is on): no
+body is opened, nothing is written.
 
 The rule, deterministic for one fact and one index (docs/writing.md, "Where
 remember files a fact"):

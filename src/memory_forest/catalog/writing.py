@@ -123,8 +123,9 @@ OPERATIONS = (
                   "chosen branch instead of a new leaf.", flags=("--append",),
                   doc="When remember places the fact under a branch with confidence: append it "
                   "to that branch's best-matching leaf instead of creating a new leaf (a new "
-                  "leaf when none matched). Ignored with an explicit leaf, which is appended to "
-                  "when it exists."),
+                  "leaf when none matched, or when that leaf names another instance: another "
+                  "batch number, year or name than the fact). Ignored with an explicit leaf, "
+                  "which is appended to when it exists."),
             Param("dry_run", FLAG, "Print where the fact would go; write nothing, take no lock.",
                   flags=("--dry-run",),
                   doc="Return the placement (or the explicit leaf) and whether the leaf would be "
