@@ -229,6 +229,7 @@ def test_with_semantic_ranking_on_a_fact_close_in_meaning_is_placed_by_it(indexe
     assert where.reason["rule"] == "dense" and dense["document"].startswith(
         "04 stm/greenhouse/irrigation/")
     assert dense["cosine"] - dense["floor"] >= dense["min_gap"] > 0
+    assert where.score == where.reason["branch_score"] == dense["cosine"]
     # The model vouches for nothing here: the inbox, as without it.
     for unrelated in ("The greenhouse door hinge squeaks.",
                       "Boiler service booked for 9 December."):

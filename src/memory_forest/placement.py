@@ -142,7 +142,7 @@ def place(forest: Forest, text: str, *, append: bool = False,
         near = _nearest(forest, con, text)
         if near is not None:  # the words fell short, but the meaning is close: dense placement
             best, reason["dense"] = near
-            reason.update(rule="dense", branch=best.path)
+            reason.update(rule="dense", branch=best.path, branch_score=best.score)
     named = title or _first_words(text)
     if best is None or reason["rule"] not in PLACED:
         leaf = _unique_leaf(forest, con, INBOX_TREE, INBOX_BRANCH, named)
