@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from pathlib import Path
 
@@ -234,3 +235,23 @@ def test_with_semantic_ranking_on_a_fact_close_in_meaning_is_placed_by_it(indexe
     for unrelated in ("The greenhouse door hinge squeaks.",
                       "Boiler service booked for 9 December."):
         assert placed(indexed, unrelated).action == "inbox"
+
+
+def test_the_labelled_set_is_the_one_the_benchmark_describes():
+    data = Path(__file__).parent / "data" / "placement"
+    seed = json.loads((data / "seed.json").read_text(encoding="utf-8"))
+    facts = [json.loads(line) for line in
+             (data / "facts.jsonl").read_text(encoding="utf-8").splitlines()]
+    branches = {f"{tree}/{branch}": spec["leaves"]
+                for tree, tree_spec in seed["trees"].items()
+                for branch, spec in tree_spec["branches"].items()}
+    assert len(branches) >= 12 and all(1 <= len(leaves) <= 3 for leaves in branches.values())
+    placeable = [fact for fact in facts if fact["branch"] != "inbox"]
+    assert {fact["branch"] for fact in placeable} == set(branches)
+    assert len(placeable) >= 120 and sum(fact["branch"] == "inbox" for fact in facts) >= 15
+    assert sum(fact["kind"] == "indirect" for fact in placeable) >= 0.2 * len(placeable)
+    for fact in facts:
+        if fact["kind"] == "instance":  # names a leaf of its own branch, another instance
+            tree_branch, leaf = fact["instance"].rsplit("/", 1)
+            assert tree_branch == fact["branch"]
+            assert leaf in {one["leaf"] for one in branches[tree_branch]}
