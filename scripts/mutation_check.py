@@ -149,9 +149,15 @@ BREAKAGES: tuple[Breakage, ...] = (
     ),
     Breakage(
         "placement files a fact under a branch that barely beats the runner-up", "placement.py",
-        (("    if runner is not None and best.score < MIN_MARGIN * runner.score:\n",
+        (("    if runner is not None and runner.strength >= best.strength \\\n"
+          "            and best.score < MIN_MARGIN * runner.score:\n",
           "    if False:\n"),),
         ("tests/test_placement.py",),
+    ),
+    Breakage(
+        "append files a fact into the leaf of another instance", "placement.py",
+        (("    differing = differs(text, leaf_title)\n", "    differing = {}\n"),),
+        ("tests/test_placement.py", "tests/writers/test_consolidate.py"),
     ),
     Breakage(
         "a capture a leaf cites is still listed as unfiled", "store/lookups.py",

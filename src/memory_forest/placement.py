@@ -3,13 +3,17 @@
 ``remember`` without a tree, branch and leaf asks ``place`` where to file the
 fact, and consolidation asks it for each proposed record. The answer comes
 from the index alone (the same FTS5 evidence ``retrieve`` ranks with, read
-through ``forest.reader()``): no body is opened, nothing is written.
+through ``forest.reader()``, and the vectors when semantic ranking is on): no
+body is opened, nothing is written.
 
 The rule, deterministic for one fact and one index (docs/writing.md, "Where
 remember files a fact"):
 
-1. The fact's terms are its distinct searchable words (``text.query_terms``),
-   at most ``MAX_QUERY_TERMS`` of them counted.
+1. The fact's terms are its distinct searchable words (``text.query_terms``);
+   the topical ones are counted, at most ``MAX_QUERY_TERMS``: numbers,
+   calendar words (``WHEN_WORDS``) and titles (``instances.HONORIFICS``) say
+   when, which or who, never what, so they neither count for a branch nor
+   against it.
 2. Every active STM leaf and MTM branch the terms find (BM25 with the phrase
    and proximity bonuses of ``ranking.evidence``) votes for its branch; a
    branch scores its own evidence plus that of its best leaf. Branches in
@@ -17,13 +21,21 @@ remember files a fact"):
    are never candidates, and a conflict copy ``sync`` filed (a version
    awaiting review) neither votes nor is voted for: nothing is filed under
    or appended to one, so a copy never becomes an owner.
-3. The best branch is a confident placement when its subtree (the branch
-   and its active leaves) holds at least ``MIN_MATCHED`` of the fact's terms
-   (all of them for a shorter fact) and at least ``MIN_COVERAGE`` of them,
-   and its score is at least ``MIN_MARGIN`` times the runner-up's.
-4. Confident: a new leaf under that branch, or with ``append`` the branch's
-   best-scoring leaf (a new leaf when none of its leaves matched). Otherwise:
-   a new leaf in the inbox, ``04 stm/inbox/inbox/``.
+3. The ``WEIGHED`` best-scoring branches are weighed: the counted terms their
+   subtree (the branch and its active leaves) holds, those the branch's own
+   title holds counted twice; the strongest is the best, score breaking ties.
+4. The best branch is a confident placement when its strength is at least
+   ``MIN_MATCHED`` and ``MIN_COVERAGE`` of the counted terms, and, when the
+   runner-up is as strong, its score is at least ``MIN_MARGIN`` times the
+   runner-up's.
+5. With semantic ranking on, a fact rule 4 leaves unplaced goes to the
+   branch of its nearest active branch or leaf by meaning when that is
+   ``DENSE_GAP`` closer than the nearest null passage (rule ``dense``).
+6. Placed: a new leaf under that branch, or with ``append`` the branch's
+   best-scoring leaf, unless that leaf names another instance
+   (``instances.differs``): then the best leaf that names the fact's own
+   instance, else a new leaf. Otherwise: a new leaf in the inbox,
+   ``04 stm/inbox/inbox/``.
 
 A new leaf is named by a slug of the fact's first words (of the title when
 the caller gives one), made unique among the branch's leaves on disk and in
@@ -40,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .forest import Forest
+from .instances import HONORIFICS, differs, names_same
 from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
 from .routes import CONFLICT_COPY, children_prefix, mtm_path, stm_path
 from .store import lookups
@@ -48,13 +61,29 @@ from .text import query_terms, slug
 INBOX_TREE = "inbox"
 INBOX_BRANCH = "inbox"
 
-# The confidence rule, tuned on the example forest (docs/writing.md shows the scores).
-MIN_MATCHED = 2  # one shared word is a coincidence; two start to be a topic
-MIN_COVERAGE = 0.3  # the branch must hold this share of the fact's terms
+# The confidence rule, calibrated on the tuned part of tests/data/placement/ (the figures,
+# with its held-out part: docs/benchmarks.md, "Placement").
+MIN_MATCHED = 2  # one shared word is a coincidence; two (or the branch's title) a topic
+MIN_COVERAGE = 0.25  # the branch must hold this share of the fact's topical terms
 MIN_MARGIN = 1.5  # and outscore the next branch by this factor, or the choice is a guess
+# With semantic ranking on, a fact the words leave unplaced goes to the branch of its
+# nearest branch or leaf when that is this much closer than the nearest null passage:
+# calibrated on the tuned part of the labelled set (docs/benchmarks.md, "Placement").
+DENSE_GAP = 0.02
+PLACED = ("confident", "dense")
+WEIGHED = 3  # branches whose held terms are counted: the runner-up and one behind it
 CANDIDATE_DEPTH = 50  # documents ranked per fact: enough to find every serious branch
 
 LEAF_FALLBACK = "note"  # a leaf's name when the fact has no word to name it by
+# Words that date a fact; they neither count for a branch nor against it.
+WHEN_WORDS = frozenset("""
+day days week weeks weekend weekends month months year years today tonight yesterday tomorrow
+morning mornings afternoon evening evenings night nights noon midnight am pm last next ago
+monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays
+saturday saturdays sunday sundays january february march april may june july august
+september october november december daily weekly monthly yearly annual again time times
+""".split())
+
 TITLE_WORDS = 8
 TITLE_CHARS = 80
 _TITLE_TRIM = ".,;:!?-\u2013\u2014 "
@@ -85,42 +114,69 @@ def place(forest: Forest, text: str, *, append: bool = False,
           title: str | None = None) -> Placement:
     """Where ``text`` belongs in this forest (read-only; ``index_missing`` without an index)."""
     terms = query_terms(text)
-    counted = min(len(terms), MAX_QUERY_TERMS)
+    counted = min(sum(1 for term in terms if _topical(term)), MAX_QUERY_TERMS)
     thresholds = {"min_matched": MIN_MATCHED, "min_coverage": MIN_COVERAGE,
                   "min_margin": MIN_MARGIN}
     con = forest.reader()
     chosen = chosen_terms(con, terms) if terms else []
-    ranked = _branches(con, chosen) if chosen else []
+    ranked = _weighed(con, chosen, _branches(con, evidence(con, chosen, CANDIDATE_DEPTH))) \
+        if chosen else []
     best = ranked[0] if ranked else None
     runner = ranked[1] if len(ranked) > 1 else None
-    matched = _matched(con, chosen, best) if best else []
+    matched, titled = (best.matched, best.titled) if best else ([], [])
     reason: dict[str, Any] = {
-        "rule": _verdict(counted, matched, best, runner),
+        "rule": _verdict(len(terms), counted, best, runner),
         "branch": best.path if best else None,
         "branch_score": best.score if best else 0.0,
         "runner_up": runner.path if runner else None,
         "runner_up_score": runner.score if runner else None,
-        "terms": counted, "matched_terms": matched,
-        "coverage": round(len(matched) / counted, 4) if counted else 0.0,
+        "terms": counted, "matched_terms": matched, "branch_terms": titled,
+        "coverage": round((len(matched) + len(titled)) / counted, 4) if counted else 0.0,
         "thresholds": thresholds,
     }
+    if reason["rule"] not in ("confident", "no_searchable_words"):
+        near = _nearest(forest, con, text)
+        if near is not None:  # the words fell short, but the meaning is close: dense placement
+            best, reason["dense"] = near
+            reason.update(rule="dense", branch=best.path, branch_score=best.score)
     named = title or _first_words(text)
-    if best is None or reason["rule"] != "confident":
+    if best is None or reason["rule"] not in PLACED:
         leaf = _unique_leaf(forest, con, INBOX_TREE, INBOX_BRANCH, named)
         return Placement(INBOX_TREE, INBOX_BRANCH, leaf, named,
                          stm_path(INBOX_TREE, INBOX_BRANCH, leaf), "inbox",
                          best.score if best else 0.0, reason)
-    if append and best.leaf is not None:
-        leaf_path, leaf_score = best.leaf
-        leaf = leaf_path.rsplit("/", 1)[1][:-3]
-        reason.update(leaf=leaf_path, leaf_score=round(leaf_score, 4))
-        return Placement(best.tree, best.branch, leaf, named, leaf_path, "append", best.score,
-                         reason)
     if append:
-        reason["leaf"] = None  # asked to append, but no leaf of the branch matched
+        same = _same_instance(text, best, reason)
+        if same is not None:
+            return Placement(best.tree, best.branch, same.rsplit("/", 1)[1][:-3], named, same,
+                             "append", best.score, reason)
     leaf = _unique_leaf(forest, con, best.tree, best.branch, named)
     return Placement(best.tree, best.branch, leaf, named, stm_path(best.tree, best.branch, leaf),
                      "new_leaf", best.score, reason)
+
+
+def _same_instance(text: str, best: _Branch, reason: dict[str, Any]) -> str | None:
+    """The leaf to append to: the branch's best-scoring leaf unless it names another instance
+    than the fact (``instances.differs``); then the best leaf that names the fact's own
+    instance (``instances.names_same``); else None, noted in ``reason``. A leaf that merely
+    names none is not a fallback: it would take a fact about another batch by chance."""
+    if best.leaf is None:
+        reason["leaf"] = None  # asked to append, but no leaf of the branch matched
+        return None
+    path, score, leaf_title = best.leaf
+    differing = differs(text, leaf_title)
+    if differing:
+        reason["other_instance"] = {"leaf": path, "differs": differing}
+        path, score = next(((other, value) for other, value, title in _by_score(best.leaves)
+                            if names_same(text, title)), (None, 0.0))
+    reason["leaf"] = path
+    if path is not None:
+        reason["leaf_score"] = round(score, 4)
+    return path
+
+
+def _by_score(leaves: list[tuple[str, float, str]]) -> list[tuple[str, float, str]]:
+    return sorted(leaves, key=lambda leaf: (-leaf[1], leaf[0]))
 
 
 # --- ranking ---------------------------------------------------------------------------------
@@ -133,14 +189,27 @@ class _Branch:
     path: str
     rowid: int = 0
     own: float = 0.0  # the branch document's own evidence
-    leaf: tuple[str, float] | None = None  # its best active leaf with evidence
+    leaves: list[tuple[str, float, str]] = field(default_factory=list)  # path, score, title
     score: float = 0.0
+    matched: list[str] = field(default_factory=list)  # the fact's terms its subtree holds
+    titled: list[str] = field(default_factory=list)  # ... and of those, its name holds
+
+    @property
+    def strength(self) -> int:
+        """The fact's terms the subtree holds, a term its name holds counted twice."""
+        return len(self.matched) + len(self.titled)
+
+    @property
+    def leaf(self) -> tuple[str, float, str] | None:
+        """Its best active leaf with evidence."""
+        return next(iter(_by_score(self.leaves)), None)
 
 
-def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
-    """Candidate branches, best first: active, indexed, outside the inbox, with evidence."""
+def _branches(con: sqlite3.Connection, scored: dict[str, list]) -> list[_Branch]:
+    """Candidate branches, best first: active, indexed, outside the inbox, with evidence
+    (``{path: [row, score]}``: ``ranking.evidence``, or one document's cosine)."""
     found: dict[str, _Branch] = {}
-    for path, (row, score) in evidence(con, terms, CANDIDATE_DEPTH).items():
+    for path, (row, score) in scored.items():
         parts = path.split("/")
         if row.status in INACTIVE or parts[0] not in ("03 mtm", "04 stm") \
                 or parts[1] == INBOX_TREE or CONFLICT_COPY.search(path):
@@ -150,8 +219,8 @@ def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
                                                                  mtm_path(tree, branch)))
         if parts[0] == "03 mtm":
             owner.own = score
-        elif owner.leaf is None or (-score, path) < (-owner.leaf[1], owner.leaf[0]):
-            owner.leaf = (path, score)
+        else:
+            owner.leaves.append((path, score, row.title))
     rows = {row.path: row for row in lookups.nodes(con, sorted(found))}
     ranked = []
     for path, candidate in found.items():
@@ -165,24 +234,67 @@ def _branches(con: sqlite3.Connection, terms: list[str]) -> list[_Branch]:
     return ranked
 
 
-def _matched(con: sqlite3.Connection, terms: list[str], branch: _Branch) -> list[str]:
-    """The terms the branch's subtree holds: the branch document and its active leaves."""
+def _nearest(forest: Forest, con: sqlite3.Connection,
+             text: str) -> tuple[_Branch, dict[str, Any]] | None:
+    """With semantic ranking on, the branch of the branch or leaf nearest to the fact by
+    meaning, when it is closer than the nearest null passage by ``DENSE_GAP`` (the model
+    vouches for it, ``semantic_null``); None otherwise, or with semantic ranking off."""
+    from .semantic import searcher
+
+    dense, _ = searcher(forest)
+    if dense is None:
+        return None
+    rows, floor = dense.nearest(con, text, CANDIDATE_DEPTH)
+    for row, cosine in rows:
+        candidates = _branches(con, {row.path: [row, cosine]})
+        if candidates:
+            if cosine - floor < DENSE_GAP:
+                return None
+            return candidates[0], {"document": row.path, "cosine": round(cosine, 4),
+                                   "floor": round(floor, 4), "min_gap": DENSE_GAP}
+    return None
+
+
+def _weighed(con: sqlite3.Connection, terms: list[str], ranked: list[_Branch]) -> list[_Branch]:
+    """The best ``WEIGHED`` branches by score, each with the terms it holds, reordered by
+    strength first: a branch that holds more of the fact outranks one that scores higher
+    on fewer of its words."""
+    top = ranked[:WEIGHED]
+    for branch in top:
+        branch.matched, branch.titled = _matched(con, terms, branch)
+    return sorted(top, key=lambda b: (-b.strength, -b.score, b.path))
+
+
+def _matched(con: sqlite3.Connection, terms: list[str],
+             branch: _Branch) -> tuple[list[str], list[str]]:
+    """The terms the branch's subtree holds (the branch document and its active leaves), and
+    those of them its own name holds (its title, or its tree's or its own name in its path)."""
     leaves = lookups.children(con, branch.path, children_prefix(branch.path) or "")
     rowids = [branch.rowid, *(row.rowid for row in leaves if row.status not in INACTIVE)]
-    return [term for term in terms if lookups.holding(con, term, rowids)]
+    matched = [term for term in terms if _topical(term) and lookups.holding(con, term, rowids)]
+    titled = [term for term in matched
+              if lookups.holding(con, term, [branch.rowid], ("title",))]
+    return matched, titled
 
 
-def _verdict(counted: int, matched: list[str], best: _Branch | None,
+def _topical(term: str) -> bool:
+    """Whether a term can say what a fact is about: numbers and calendar words say which
+    one or when (``instances``), and a household's every branch has dates."""
+    return not term.isdigit() and term.casefold() not in WHEN_WORDS | HONORIFICS
+
+
+def _verdict(searchable: int, counted: int, best: _Branch | None,
              runner: _Branch | None) -> str:
-    if not counted:
+    if not searchable:
         return "no_searchable_words"
     if best is None:
         return "no_candidate"
-    if len(matched) < min(MIN_MATCHED, counted):
+    if best.strength < MIN_MATCHED:
         return "too_few_terms"
-    if len(matched) / counted < MIN_COVERAGE:
+    if best.strength / counted < MIN_COVERAGE:
         return "low_coverage"
-    if runner is not None and best.score < MIN_MARGIN * runner.score:
+    if runner is not None and runner.strength >= best.strength \
+            and best.score < MIN_MARGIN * runner.score:
         return "ambiguous"
     return "confident"
 

@@ -319,6 +319,13 @@ class Searcher:
         return (np.maximum.reduceat(self.matrix @ query, self.starts),
                 semantic_null.floor(self.null, query))
 
+    def nearest(self, con: sqlite3.Connection, text: str, depth: int
+                ) -> tuple[list[tuple[Any, float]], float]:
+        """The ``depth`` indexed documents nearest to ``text`` (row, cosine), best first, and
+        the cosine of the nearest null passage (``scores``)."""
+        pooled, floor = self.scores(text)
+        return self._best(con, pooled, depth), floor
+
     def partial(self, con: sqlite3.Connection) -> bool:
         """Whether some indexed document that could have vectors has none yet: it ranks by
         its lexical score alone (``fuse``) until it is embedded. Checked against the hashes

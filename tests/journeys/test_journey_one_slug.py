@@ -32,7 +32,7 @@ status: "active"
 
 ## {HAND_ID}
 
-Réglage du sécateur: la lame est affûtée.
+Sécateur affûté: lame neuve posée.
 """
 EVENT = {"event_id": "ev-taille-1", "observed_at": f"{DAY}T08:00:00Z", "kind": "note",
          "source": "phone", "payload": {"text": "Réglage du sécateur d\u2019été: lame affûtée."}}
@@ -74,7 +74,7 @@ def test_a_french_fact_and_a_french_event_get_one_slug_each_in_its_grammar(
     [hand] = [p for p in proposal["promotions"] if p["entry_id"] == HAND_ID]
     assert hand["source"]["pointer"] == f"05 daily/{DAY}.md#{HAND_ID}"
     assert hand["placement"]["leaf"] == unicodedata.normalize(
-        "NFC", "réglage-du-sécateur-la-lame-est")
+        "NFC", "sécateur-affûté-lame-neuve-posée")
     accepted = cli("proposals", "accept", root, proposal["proposal_id"])
     assert accepted["status"] == "accepted"
     promoted = {e["entry_id"]: e["leaf"] for e in accepted["entries"]}

@@ -197,6 +197,17 @@ def test_events_of_one_day_placed_in_one_leaf_become_one_entry(example):
     assert len(ids) == len(set(ids))
 
 
+def test_an_event_about_another_batch_is_never_filed_into_this_batch_leaf(example):
+    pointer = capture(example, "Kimchi batch 8 tasted sour", "k-8")
+    proposal = consolidate(example)["proposal"]
+    placement = entry_for(proposal, pointer)["placement"]
+    # Batch 7's leaf is the closest record, but it is another batch: a leaf of its own.
+    assert (placement["branch"], placement["action"]) == ("fermentation", "new_leaf")
+    assert leaf_of(placement) == "04 stm/kitchen/fermentation/kimchi-batch-8-tasted-sour.md"
+    assert placement["reason"]["other_instance"] == {
+        "leaf": "04 stm/kitchen/fermentation/kimchi-batch-7.md", "differs": {"numbers": ["7"]}}
+
+
 def test_the_limit_bounds_a_proposal_and_the_rest_waits(example):
     pointers = [capture(example, f"Pantry item {n} was restocked.", f"pantry-{n}",
                         observed=f"2026-12-0{n + 1}T08:00:00Z") for n in range(4)]

@@ -33,7 +33,8 @@ REMEMBER_TOOL = (
     "tree, branch and leaf out and the tool places the fact: it ranks the existing branches and "
     "leaves against it (the index retrieve uses) and, when one branch matches with confidence, "
     "files a new leaf there (named and titled from the fact's first words, or 'title'), or with "
-    "append=true adds the block to that branch's best-matching leaf; otherwise it files a new "
+    "append=true adds the block to that branch's best-matching leaf (never to one naming another "
+    "batch, year or name than the fact); otherwise it files a new "
     "leaf in the inbox, '04 stm/inbox/inbox/'. The result's 'placement' says where it went and "
     "why (the branch, its score, the rule that decided); check it, and move an inbox fact later "
     "if you know its place. Give all of tree, branch and leaf to choose yourself "
@@ -155,8 +156,9 @@ OPERATIONS = (
                   "chosen branch instead of a new leaf.", flags=("--append",),
                   doc="When remember places the fact under a branch with confidence: append it "
                   "to that branch's best-matching leaf instead of creating a new leaf (a new "
-                  "leaf when none matched). Ignored with an explicit leaf, which is appended to "
-                  "when it exists."),
+                  "leaf when none matched, or when that leaf names another instance: another "
+                  "batch number, year or name than the fact). Ignored with an explicit leaf, "
+                  "which is appended to when it exists."),
             Param("dry_run", FLAG, "Print where the fact would go; write nothing, take no lock.",
                   flags=("--dry-run",),
                   doc="Return the placement (or the explicit leaf) and whether the leaf would be "

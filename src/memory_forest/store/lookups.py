@@ -84,15 +84,18 @@ def children(con: sqlite3.Connection, parent_path: str, prefix: str) -> list[Doc
     return [DocRow._make(row) for row in rows]
 
 
-def holding(con: sqlite3.Connection, term: str, rowids: list[int]) -> set[int]:
-    """Which of these documents hold a term (a MATCH over just them, not over the index)."""
+def holding(con: sqlite3.Connection, term: str, rowids: list[int],
+            columns: tuple[str, ...] = ()) -> set[int]:
+    """Which of these documents hold a term (a MATCH over just them, not over the index);
+    with ``columns``, only in those columns of ``terms`` (``title``, ``path``, ``body``)."""
+    match = f'{{{" ".join(columns)}}} : "{term}"' if columns else f'"{term}"'
     found: set[int] = set()
     for start in range(0, len(rowids), 400):  # below SQLite's bound on parameters
         chunk = rowids[start:start + 400]
         marks = ",".join("?" * len(chunk))
         found.update(rowid for (rowid,) in con.execute(
             f"SELECT rowid FROM terms WHERE terms MATCH ? AND rowid IN ({marks})",
-            [f'"{term}"', *chunk]))
+            [match, *chunk]))
     return found
 
 

@@ -10,9 +10,9 @@ says ``title_ignored`` when one was given.
 Without a tree, branch and leaf, ``placement.place`` chooses them under the
 lock, against the index the write then updates: a new leaf under the branch
 the fact matches with confidence (or, with ``append``, that branch's best
-leaf), else a new leaf in the inbox. The receipt's ``placement`` says where
-and why. A dry run answers the same question without the lock, the index
-build or any write.
+leaf of the fact's own instance: ``instances``), else a new leaf in the
+inbox. The receipt's ``placement`` says where and why. A dry run answers the
+same question without the lock, the index build or any write.
 """
 
 from __future__ import annotations
