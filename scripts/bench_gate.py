@@ -10,7 +10,7 @@ with ``--forest``):
 - ``lean``: ``python -P -m memory_forest gate ROOT``, the command ``hooks
   install`` writes; the gate's path imports no rich, pydantic or parsers.
 - ``cli``: the ``memory-forest`` console script, whatever it points at.
-- ``in_process``: ``gate.run`` in this process (no start-up cost).
+- ``in_process``: ``gate.consult`` in this process (no start-up cost).
 - ``python``: a bare ``python -c pass``, the floor of any process.
 - ``before``: with ``--before COMMAND``, ``COMMAND gate ROOT`` for another
   build (e.g. the main branch's console script), on the same turns in the

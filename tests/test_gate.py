@@ -500,6 +500,16 @@ def test_every_spelling_of_the_same_options_gives_the_same_answer(shared_example
     assert first[0] == second[0] and first[2] == second[2]
 
 
+def test_every_gate_option_is_a_parameter_of_the_gate_in_the_catalog():
+    # The command line hands run_process one keyword per catalog parameter (test_catalog
+    # checks each is a field of Options, with its default); a field no parameter fills
+    # would be an option no host can set.
+    from memory_forest.catalog import by_name
+
+    params = [param.name for param in by_name()["gate"].params if param.cli]
+    assert sorted(params) == sorted(gate.Options._fields)
+
+
 # What a build loads: the walk, parsing, the checks and the store's writing half. A turn
 # opens the index through ``indexreader`` and must load none of it.
 BUILD_CHAIN = ("memory_forest.index", "memory_forest.incremental", "memory_forest.building",

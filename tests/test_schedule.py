@@ -353,3 +353,21 @@ def test_a_bad_budget_never_reaches_the_scheduler(forest: Path) -> None:
     raises_code(lambda: schedule.print_entry("cron", forest, console_script(),
                                              semantic_budget="forever"),
                 "semantic_budget_invalid")
+
+
+def test_every_scheduled_step_is_an_option_of_maintain_and_keeps_its_spelling(forest: Path):
+    """A step ``schedule print`` offers reaches the scheduled line as the flag ``maintain``
+    declares, so adding one is one parameter on each entry and no table in between."""
+    from memory_forest.catalog import by_name
+
+    operations = by_name()
+    maintain = {param.name: param for param in operations["maintain"].params}
+    steps = [param for param in operations["schedule_print"].params
+             if param.name not in ("scheduler", "root", "bin_path", "log")]
+    assert steps
+    for step in steps:
+        assert step.name in maintain and maintain[step.name].kind == step.kind, step.name
+        value = True if step.kind == "flag" else "2m"
+        outcome = schedule.print_entry("cron", forest, console_script(), **{step.name: value})
+        tail = [maintain[step.name].flags[0], *([] if value is True else ["2m"])]
+        assert outcome["command"][-len(tail):] == tail

@@ -22,13 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .catalog import PROG
+from .catalog import PROG, by_name
 from .errors import ForestError, usage_error
 
 TEMPLATE_PACKAGE_DIR = "automation_templates"
 PLACEHOLDERS = ("MEMORY_FOREST_BIN", "FOREST_ROOT", "RUN_LOG", "MAINTAIN_OPTIONS")
-# Steps a scheduled run may add to the checks: the flag of ``maintain`` that turns each on.
-MAINTAIN_STEPS = {"consolidate": "--consolidate", "sync": "--sync"}
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 LOG_SUFFIX = ".maintenance.jsonl"
@@ -107,11 +105,13 @@ def print_entry(
 ) -> dict[str, Any]:
     """Return a ready-to-install entry for ``scheduler`` with absolute paths filled in.
 
-    ``consolidate`` adds ``--consolidate`` to the scheduled ``maintain``: each run then
-    makes a consolidation proposal for review (it never accepts one); ``sync`` adds
-    ``--sync``: each run then ends with a sync through git; ``semantic_budget`` adds
-    ``--semantic-budget TIME``: each run then embeds what has no vectors yet, for at most
-    that long (checked here, so a bad budget never reaches the scheduler).
+    ``consolidate``, ``sync`` and ``semantic_budget`` are options of ``maintain`` under
+    their catalog names, written into the scheduled ``maintain`` line as that entry
+    spells them (``maintain_options``): ``consolidate=True`` adds ``--consolidate``
+    (each run makes a consolidation proposal for review, never accepting one),
+    ``sync=True`` adds ``--sync`` (each run ends with a sync through git),
+    ``semantic_budget="2m"`` adds ``--semantic-budget 2m`` (each run embeds what has no
+    vectors yet for that long; checked here, so a bad budget never reaches the scheduler).
 
     ``root`` (default: the default root, see ``userconfig``) is made absolute
     and must be a real directory (a symlink root is refused). ``bin_path``
@@ -136,13 +136,12 @@ def print_entry(
               "RUN_LOG": str(run_log)}
     for name, value in values.items():
         _check_value(name, value)
-    options = [flag for step, flag in MAINTAIN_STEPS.items()
-               if {"consolidate": consolidate, "sync": sync}[step]]
     if semantic_budget is not None:
         from .maintain import parse_budget
 
         parse_budget(semantic_budget)
-        options += ["--semantic-budget", semantic_budget.strip()]
+    options = maintain_options({"consolidate": consolidate, "sync": sync,
+                                "semantic_budget": semantic_budget})
     entries = [
         {
             "name": template.name,
@@ -162,6 +161,21 @@ def print_entry(
         entries=entries,
         install=list(INSTALL_STEPS[scheduler]),
     )
+
+
+def maintain_options(steps: dict[str, Any]) -> list[str]:
+    """The arguments a scheduled ``maintain`` line adds for ``steps``, spelled with the flags
+    the ``maintain`` entry of the catalog declares: a flag for a true switch, a flag and its
+    value for a given value, nothing for an option left out."""
+    declared = {param.name: param for param in by_name()["maintain"].params}
+    options: list[str] = []
+    for name, value in steps.items():
+        flag = declared[name].flags[0]
+        if value is True:
+            options.append(flag)
+        elif value is not None and value is not False:
+            options += [flag, str(value).strip()]
+    return options
 
 
 def render_template(scheduler: str, text: str, values: dict[str, str],
