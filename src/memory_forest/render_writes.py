@@ -76,7 +76,7 @@ def _edit_facts(outcome: dict[str, Any]) -> None:
                   f"{escape(outcome['path'])} (id {escape(str(outcome['id']))})")
     for path in outcome.get("branches") or []:
         out.print(f"  new branch {escape(path)}")
-    for item in outcome.get("moved") if outcome["operation"] != "move" else []:
+    for item in (outcome.get("moved") or []) if outcome["operation"] != "move" else []:
         out.print(f"  moved {escape(item['from'])} -> {escape(item['to'])} "
                   f"(id {escape(str(item['id']))})")
     for item in outcome.get("removed") or []:

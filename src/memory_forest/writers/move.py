@@ -76,13 +76,7 @@ def stage_move(stage: Stage, source: str, names: list[str], to: str) -> dict[str
         raise ForestError("move_layer_unsupported", "only an STM leaf or an MTM branch "
                           "moves; reorganize a tree with a sweep plan ('memory-forest "
                           "apply-structured')", {"path": old})
-    fewest, most, shape = _TO_SHAPES[route.layer.key]
-    if not fewest <= len(names) <= most:
-        raise _bad_to(to, shape)
-    if route.layer.key == "stm":
-        new = stm_path(names[0], names[1], names[2] if len(names) == 3 else route.leaf or "")
-    else:
-        new = mtm_path(names[0], names[1] if len(names) == 2 else route.branch or "")
+    new = target_path(route.layer.key, names, to, route.leaf or route.branch or "")
     mapping = _mapping(stage, old, new)
     parent = parent_of(new) or ""
     if not stage.exists(parent):
@@ -111,6 +105,17 @@ def stage_move(stage: Stage, source: str, names: list[str], to: str) -> dict[str
             "moved": [{"from": item["path"], "to": item["to"], "id": item["id"]}
                       for item in moved],
             "relinked": sorted(relinked - set(mapping) - {parent_of(old)})}
+
+
+def target_path(layer: str, names: list[str], to: str, name: str) -> str:
+    """The path ``--to`` names for a document of ``layer`` (an STM leaf or an MTM branch)
+    whose own name is ``name`` when ``--to`` leaves it out; ``supersede --to`` shares it."""
+    fewest, most, shape = _TO_SHAPES[layer]
+    if not fewest <= len(names) <= most:
+        raise _bad_to(to, shape)
+    if layer == "stm":
+        return stm_path(names[0], names[1], names[2] if len(names) == 3 else name)
+    return mtm_path(names[0], names[1] if len(names) == 2 else name)
 
 
 def _mapping(stage: Stage, old: str, new: str) -> dict[str, str]:
