@@ -10,13 +10,17 @@ from pathlib import Path
 import pytest
 from writerkit import contents
 
+from memory_forest import indexreader
 from memory_forest.errors import ForestError
 from memory_forest.forest import Forest
 from memory_forest.jsonio import dumps
+from memory_forest.store import lookups
 from memory_forest.writers import plans, proposals
 from memory_forest.writers.consolidate import consolidate
+from memory_forest.writers.forget import forget
 from memory_forest.writers.inbox import MIN_CLUSTER, leaf_text
 from memory_forest.writers.markdown import metadata
+from memory_forest.writers.move import move
 from memory_forest.writers.remember import remember
 from memory_forest.writers.view import View
 
@@ -108,3 +112,18 @@ def test_a_stored_move_must_name_an_stm_leaf(example):
     assert caught.value.code == "plan_bad_source"
     older = {key: value for key, value in document.items() if key not in ("moves", "branches")}
     assert plans.parse("proposal", dumps(older)).moves == []  # written before moves existed
+
+
+def test_what_move_and_forget_log_is_no_capture_to_file(example):
+    path = inbox_fact(example, "The beehive frames need fresh wax foundation.")
+    other = inbox_fact(example, "Bicycle tyre went flat on the commute.")
+    beekeeping(example)
+    moved = move(example, path, "garden/beekeeping")
+    forgot = forget(example, other)
+    con = indexreader.connect(example)
+    try:
+        unfiled = {item.anchor for item in lookups.unfiled(con)}
+    finally:
+        con.close()
+    assert moved["event_id"] not in unfiled and forgot["event_id"] not in unfiled
+    assert consolidate(example)["proposal"]["moves"] == []
