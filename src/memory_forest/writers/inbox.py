@@ -27,7 +27,7 @@ from ..errors import ForestError
 from ..forest import Forest
 from ..jsonio import loads_strict
 from ..layers import LAYERS
-from ..placement import INBOX_BRANCH, INBOX_TREE, PLACED, place, topical
+from ..placement import INBOX_BRANCH, INBOX_TREE, place, topical
 from ..routes import ltm_path, mtm_path, parse_route, stm_path
 from ..text import query_terms, slug
 from . import parents
@@ -94,7 +94,7 @@ def propose(forest: Forest, view: Any, excluded: set[str], limit: int
     moves, left = [], []
     for path, leaf_id, text in waiting[:limit]:
         found = place(forest, text)
-        if found.action == "inbox" or found.reason.get("rule") not in PLACED:
+        if found.action == "inbox":  # short of confident: the leaf waits where it is
             left.append((path, leaf_id, text))
             continue
         moves.append(_move(view, path, leaf_id, found.tree, found.branch, found.as_dict()))
@@ -152,13 +152,13 @@ def _home(forest: Forest, view: Any, text: str, title: str, shared: set[str],
     reason = place(forest, text).reason
     near = reason.get("branch")
     fits = near and shared & {term.casefold() for term in reason.get("matched_terms") or []}
-    tree = parse_route(near).tree if fits else slug(title, "topic")
     base = slug(title, "topic")
+    tree = (parse_route(near).tree or base) if fits else base
     branch, number = base, 1
-    while view.exists(mtm_path(tree or base, branch)) or (tree, branch) in taken:
+    while view.exists(mtm_path(tree, branch)) or (tree, branch) in taken:
         number += 1
         branch = f"{base}-{number}"
-    return tree or base, branch
+    return tree, branch
 
 
 def leaf_ids(proposal: Any) -> list[str]:
