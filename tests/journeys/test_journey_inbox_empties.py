@@ -16,6 +16,7 @@ from typing import Any
 
 from forestkit import new_forest
 
+from memory_forest import schemas
 from memory_forest.writers.markdown import metadata
 
 INBOX = "04 stm/inbox/inbox"
@@ -77,6 +78,7 @@ def test_consolidate_empties_the_inbox_and_the_gate_finds_the_leaves_moved(tmp_p
     assert "inbox leaves a branch now fits" in shown.stdout
 
     accepted = ok("proposals", "accept", root, proposal["proposal_id"])
+    schemas.validate("ProposalAcceptResult", accepted)
     new_branch = f"03 mtm/{branch['tree']}/{branch['branch']}.md"
     assert accepted["branches"] == [new_branch]
     moved = {item["from"]: item for item in accepted["moved"]}
