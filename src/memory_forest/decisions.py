@@ -10,7 +10,8 @@ conflicts, the event is hash-chained like every capture, and ``sync`` carries
 it like any other line.
 
 The payload names the proposal's sources (``sources``: event and Daily entry
-pointers). The index records those pointers as what the decision cites, so
+pointers) and the inbox leaves it would move (``leaves``: ids, which a move
+keeps). The index records those pointers as what the decision cites, so
 ``consolidate`` leaves every decided source out with one query, and ``audit``
 checks they resolve. A decision is bookkeeping, not a capture to file: it is
 never a fragment of its own (never proposed, never returned as unfiled
@@ -39,11 +40,14 @@ def cited_sources(record: dict[str, Any]) -> Any:
 
 
 def event(decision: str, proposal_id: str, sources: list[str], observed_at: str,
-          reason: str | None = None) -> dict[str, Any]:
+          reason: str | None = None, leaves: list[str] | None = None) -> dict[str, Any]:
     """The event that records ``decision`` on a proposal; its id is the proposal's, so the
-    same decision written twice is one event."""
+    same decision written twice is one event. ``leaves`` are the ids of the inbox leaves it
+    would move: by id, not path, because a leaf keeps its id wherever it goes."""
     payload: dict[str, Any] = {"decision": decision, "proposal_id": proposal_id,
                                "sources": sources}
+    if leaves:
+        payload["leaves"] = leaves
     if reason is not None:
         payload["reason"] = reason
     return {"event_id": f"{decision}-{proposal_id}", "observed_at": observed_at,

@@ -5,18 +5,23 @@ line is that line's issue, never the file's end. Each event with an id is a
 fragment (a capture ``consolidate`` may propose and ``retrieve`` may return
 as unfiled evidence) and its payload's text is searched. A review decision
 (``decisions``) is the exception: it is bookkeeping, so it is neither a
-fragment nor searched, and the pointers it names are what the shard cites.
+fragment nor searched, and the pointers it names are what the shard cites;
+so are the events ``move`` and ``forget`` log of their own work.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .decisions import cited_sources, is_decision
+from .decisions import SOURCE, cited_sources, is_decision
 from .facts import ISTM_REQUIRED, Facts, Fragment, pointers, stem
 from .issues import WARNING, Issue
 from .jsonio import StrictJSONError, loads_strict
 from .stamps import utc_stamp
+
+# What move and forget log of their own work: a record of what the writers did, like a
+# decision; as a capture, consolidate would file it back into the inbox it empties.
+WRITER_LOGS = frozenset({"move", "forget"})
 
 
 def read_istm(facts: Facts, text: str, fragments: list[Fragment] | None = None) -> str:
@@ -50,6 +55,10 @@ def read_istm(facts: Facts, text: str, fragments: list[Fragment] | None = None) 
         if isinstance(event_id, str) and event_id and is_decision(record):
             facts.event_ids.append(event_id)  # bookkeeping: cites, is never filed or searched
             decided += pointers(cited_sources(record))
+            continue
+        if isinstance(event_id, str) and event_id and record.get("kind") in WRITER_LOGS \
+                and record.get("source") == SOURCE:
+            facts.event_ids.append(event_id)
             continue
         payload = _flatten(record.get("payload"))
         if isinstance(event_id, str) and event_id:

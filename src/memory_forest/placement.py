@@ -114,7 +114,7 @@ def place(forest: Forest, text: str, *, append: bool = False,
           title: str | None = None) -> Placement:
     """Where ``text`` belongs in this forest (read-only; ``index_missing`` without an index)."""
     terms = query_terms(text)
-    counted = min(sum(1 for term in terms if _topical(term)), MAX_QUERY_TERMS)
+    counted = min(sum(1 for term in terms if topical(term)), MAX_QUERY_TERMS)
     thresholds = {"min_matched": MIN_MATCHED, "min_coverage": MIN_COVERAGE,
                   "min_margin": MIN_MARGIN}
     con = forest.reader()
@@ -271,13 +271,13 @@ def _matched(con: sqlite3.Connection, terms: list[str],
     those of them its own name holds (its title, or its tree's or its own name in its path)."""
     leaves = lookups.children(con, branch.path, children_prefix(branch.path) or "")
     rowids = [branch.rowid, *(row.rowid for row in leaves if row.status not in INACTIVE)]
-    matched = [term for term in terms if _topical(term) and lookups.holding(con, term, rowids)]
+    matched = [term for term in terms if topical(term) and lookups.holding(con, term, rowids)]
     titled = [term for term in matched
               if lookups.holding(con, term, [branch.rowid], ("title",))]
     return matched, titled
 
 
-def _topical(term: str) -> bool:
+def topical(term: str) -> bool:
     """Whether a term can say what a fact is about: numbers and calendar words say which
     one or when (``instances``), and a household's every branch has dates."""
     return not term.isdigit() and term.casefold() not in WHEN_WORDS | HONORIFICS

@@ -74,6 +74,11 @@ def _edit_facts(outcome: dict[str, Any]) -> None:
     if outcome["operation"] == "move":
         out.print(f"  {'moved' if done else 'would move'} {escape(outcome['source'])} -> "
                   f"{escape(outcome['path'])} (id {escape(str(outcome['id']))})")
+    for path in outcome.get("branches") or []:
+        out.print(f"  new branch {escape(path)}")
+    for item in (outcome.get("moved") or []) if outcome["operation"] != "move" else []:
+        out.print(f"  moved {escape(item['from'])} -> {escape(item['to'])} "
+                  f"(id {escape(str(item['id']))})")
     for item in outcome.get("removed") or []:
         out.print(f"  {'removed' if done else 'would remove'} {escape(item['path'])} "
                   f"(id {escape(str(item['id']))})")
@@ -154,6 +159,17 @@ def _proposal_text(proposal: dict[str, Any]) -> None:
         out.print("[bold]existing Daily entries[/]")
     for item in proposal["promotions"]:
         out.print(f"  [bold]{escape(item['source']['pointer'])}[/] {target(item['placement'])}")
+    if proposal.get("moves"):
+        out.print("[bold]inbox leaves a branch now fits[/]")
+    for item in proposal.get("moves") or []:
+        out.print(f"  [bold]{escape(item['source']['pointer'])}[/] {target(item['placement'])}")
+    for branch in proposal.get("branches") or []:
+        out.print(f"[bold]new branch[/] 03 mtm/{escape(branch['tree'])}/"
+                  f"{escape(branch['branch'])}.md \"{escape(branch['title'])}\" for "
+                  f"{len(branch['leaves'])} inbox leaves sharing "
+                  f"{escape(', '.join(branch['terms']))}")
+        for item in branch["leaves"]:
+            out.print(f"  [bold]{escape(item['source']['pointer'])}[/]")
 
 
 def proposal(outcome: ProposalShowResult) -> None:
@@ -162,7 +178,8 @@ def proposal(outcome: ProposalShowResult) -> None:
     out.print(f"proposal {escape(proposal['proposal_id'])} [bold]{proposal['status']}[/] "
                f"(created {proposal['created_at']}{decided}): {counts['entries']} new "
                f"entr{'y' if counts['entries'] == 1 else 'ies'}, {counts['promotions']} "
-               f"promotion(s), {counts['sources']} source(s)")
+               f"promotion(s), {counts['sources']} source(s), {counts['moves']} move(s), "
+               f"{counts['branches']} new branch(es)")
     if proposal.get("reason"):
         out.print(f"  reason: {escape(proposal['reason'])}")
     _proposal_text(proposal)
@@ -173,9 +190,11 @@ def proposals(outcome: ProposalsListResult) -> None:
         out.print("no proposals")
     rows = [[escape(row["proposal_id"]), escape(row["created_at"][:16].replace("T", " ")),
              row["status"], str(row["counts"]["entries"]), str(row["counts"]["promotions"]),
-             str(row["counts"]["sources"])] for row in outcome["proposals"]]
+             str(row["counts"]["sources"]), str(row["counts"]["moves"]),
+             str(row["counts"]["branches"])] for row in outcome["proposals"]]
     if rows:
-        grid(rows, ["proposal", "created", "status", "new", "promote", "src"], right=(3, 4, 5))
+        grid(rows, ["proposal", "created", "status", "new", "promote", "src", "move", "branch"],
+             right=(3, 4, 5, 6, 7))
     for item in outcome["problems"]:
         err.print(f"[yellow]unreadable[/] {escape(item['path'])} ({escape(item['code'])})")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_forest.errors import ForestError
-from memory_forest.writers import plans
+from memory_forest.writers import planbase, plans
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SHA = "a" * 64
@@ -91,7 +91,7 @@ def _set(path: str, value):
     ("daily", "entries.0.source_record_ids", ["bad id"], "plan_bad_event_id"),
     ("daily", "entries.0.summary", "", "plan_empty_text"),
     ("daily", "entries.0.summary", "   ", "plan_empty_text"),
-    ("daily", "entries.0.summary", "x" * (plans.MAX_TEXT + 1), "plan_text_too_long"),
+    ("daily", "entries.0.summary", "x" * (planbase.MAX_TEXT + 1), "plan_text_too_long"),
     ("daily", "entries.0.summary", 5, "plan_bad_value"),
     ("daily", "entries.0.summary", "bell\x07", "plan_control_character"),
     ("daily", "entries.0.summary", "e\u0301", "plan_not_nfc"),

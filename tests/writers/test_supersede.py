@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 from writerkit import assert_whole, contents
 
@@ -90,3 +94,34 @@ def test_secrets_in_the_new_record_are_redacted(example_forest, tmp_path):
     text = (example_forest / out["path"]).read_text(encoding="utf-8")
     assert secret not in text and "Rotated [REDACTED:api_key]." in text
     assert out["redactions"] == {"api_key": 2}
+
+
+def test_supersede_to_places_the_new_record_and_links_its_parents(example_forest, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "memory_forest", "supersede", example_forest,
+                           "--id", "stm-zaatar-blend", "--file", new_file(tmp_path),
+                           "--to", "pantry/spices", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out["ok"], out
+    new_rel = "04 stm/pantry/spices/zaatar-v2.md"
+    assert out["path"] == new_rel and out["superseded"] == OLD
+    assert not (example_forest / "04 stm/kitchen/fermentation/zaatar-v2.md").exists()
+    meta, body, _ = split_frontmatter((example_forest / new_rel).read_text(encoding="utf-8"))
+    assert meta["supersedes"] == "stm-zaatar-blend" and "Up: [[03 mtm/pantry/spices|" in body
+    assert "[[04 stm/pantry/spices/zaatar-v2|Za'atar v2]]" in (
+        example_forest / "03 mtm/pantry/spices.md").read_text(encoding="utf-8")
+    assert "[[03 mtm/pantry/spices|" in (example_forest / "02 ltm/pantry_LTM.md").read_text()
+    old_meta, _, _ = split_frontmatter((example_forest / OLD).read_text())
+    assert old_meta["status"] == "superseded" and old_meta["superseded_by"] == out["id"]
+    assert_whole(example_forest)
+
+
+@pytest.mark.parametrize("to", ["pantry", "a/b/c/d", "pantry/../x"])
+def test_supersede_to_refuses_a_target_it_cannot_name(example_forest, tmp_path, to):
+    before = contents(example_forest)
+    proc = subprocess.run([sys.executable, "-m", "memory_forest", "supersede", example_forest,
+                           "--id", "stm-zaatar-blend", "--file", new_file(tmp_path),
+                           "--to", to, "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "move_target_invalid"
+    assert contents(example_forest) == before

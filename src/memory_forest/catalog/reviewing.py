@@ -17,7 +17,9 @@ CONSOLIDATE_TOOL = (
     "file changes): new Daily entries grouped by day, each summarizing its events (the "
     "summary is generated from the events' text, with their pointers '06 istm/<shard>.jsonl#"
     "<event_id>' as sources), and for every new and every unpromoted Daily entry the STM leaf "
-    "it would be filed in, with the reason (the matching branch and its score). A source any "
+    "it would be filed in, with the reason (the matching branch and its score); 'moves': inbox "
+    "leaves a branch now fits, each with its id and target; 'branches': a new branch (tree, "
+    "branch, title, shared terms) for three or more inbox leaves sharing a topic. A source any "
     "earlier proposal names (pending, accepted or rejected), or a decision taken on any "
     "machine, is not proposed again; at most "
     "'limit' sources go into one proposal and 'remaining' says how many wait for the next. "
@@ -45,7 +47,9 @@ PROPOSALS_ACCEPT_TOOL = (
     "Apply a pending consolidation proposal in one journaled transaction: the new Daily "
     "entries are written to '05 daily/<date>.md' (each a '## <entry_id>' section citing its "
     "events), and every entry, new or existing, is filed in its proposed STM leaf (created "
-    "with its parents if missing, or appended to) citing '05 daily/<date>.md#<entry_id>'. "
+    "with its parents if missing, or appended to) citing '05 daily/<date>.md#<entry_id>'; "
+    "the proposed branches are created and the inbox leaves moved (ids kept, parents' lists "
+    "and links updated; 'moved' lists id, from, to). "
     "'summaries' (an object of entry_id -> text, for the proposal's new entries only) replaces "
     "generated summaries with yours; nothing else of the proposal can be changed. Credential-"
     "shaped text is redacted. If any source changed since the proposal was made (edited, "
@@ -81,7 +85,7 @@ SUMMARIES = Param(
 OPERATIONS = (
     Operation(
         "consolidate", "memory_forest.writers.consolidate:consolidate",
-        "Propose Daily entries and STM placements for unfiled events and Daily entries.",
+        "Propose Daily entries and placements for unfiled sources, and homes for inbox leaves.",
         "memory-forest consolidate ~/memory --limit 50",
         help="Writes a proposal under the state directory; no canonical file changes. Review "
         "it with 'proposals show', then 'proposals accept' or 'proposals reject'.",

@@ -227,12 +227,15 @@ OPERATIONS = (
         params=(PLAN, WAIT), writes=True, render="receipt"),
     Operation(
         "supersede", "memory_forest.writers.supersede:supersede",
-        "Create a new record beside an old one and mark the old one superseded.",
+        "Create a new record (beside an old one, or at --to) and mark the old one superseded.",
         "memory-forest supersede ~/memory --id stm-kimchi-batch-7 --file kimchi-batch-7b.md",
         params=(Param("old_id", TEXT, "Id of the record to supersede.", flags=("--id",),
                       required=True, metavar="ID"),
                 Param("file", TEXT, "The new record (NAME.md).", flags=("--file", "-f"),
                       required=True, metavar="NAME.md"),
+                Param("to", TEXT, "Where the new record goes: TREE/BRANCH[/LEAF] for a leaf, "
+                      "TREE[/BRANCH] for a branch (missing parents are made); without it, "
+                      "beside the old one.", flags=("--to",), metavar="TREE/BRANCH[/LEAF]"),
                 TRANSACTION_ID, WAIT),
         writes=True, render="receipt"),
 )

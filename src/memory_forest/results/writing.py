@@ -217,6 +217,10 @@ class ProposalCounts(TypedDict):
     """Existing Daily entries it would file in a leaf."""
     sources: int
     """Events and Daily entries it consumes."""
+    moves: int
+    """Inbox leaves it would move to a branch that fits them now."""
+    branches: int
+    """New branches it would make for inbox leaves that share a topic."""
 
 
 class SkippedSource(TypedDict):
@@ -259,6 +263,10 @@ class ProposalAcceptResult(WriteResult):
     status: Literal["accepted"]
     entries: list[FiledEntry]
     dispositions: list[dict[str, Any]]
+    moved: NotRequired[list[dict[str, Any]]]
+    """Each inbox leaf moved: its id, from and to (its new path)."""
+    branches: NotRequired[list[str]]
+    """The branches made for inbox leaves."""
     redactions: dict[str, int]
     """Redacted credentials per rule."""
     decision: NotRequired[str | None]

@@ -1,4 +1,5 @@
-"""``consolidate``: propose Daily entries and STM placements for what nothing has filed yet.
+"""``consolidate``: propose Daily entries and STM placements for what nothing has filed yet,
+and a home for what waits in the inbox.
 
 It reads the unfiled sources (``lookups.unfiled``: ISTM events no Daily entry
 or leaf cites, Daily entries no structured record cites), leaves out those any
@@ -11,7 +12,9 @@ most ``limit`` of them:
   payload's text, shortened), and a placement (``placement.place``, appending
   to the best leaf when one fits, else the inbox); events of the same day
   placed in the same leaf become one new Daily entry citing them all;
-- each unpromoted Daily entry gets a placement for its text.
+- each unpromoted Daily entry gets a placement for its text;
+- each inbox leaf that a branch now fits gets a move there, and inbox leaves
+  that share a topic no branch holds get a new branch (``inbox``).
 
 Every source carries a fingerprint of what it held, so ``proposals accept``
 can tell a source that changed since. Nothing canonical is written: the
@@ -33,7 +36,7 @@ from ..errors import ForestError
 from ..forest import Forest, ForestLike, opened
 from ..lockline import DEFAULT_WAIT
 from ..text import slug
-from . import proposals
+from . import inbox, proposals
 from .redact import MARKER_PREFIX
 
 DEFAULT_LIMIT = 200
@@ -76,6 +79,9 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
         made = _Proposal(forest, view, reserved)
         for fragment in chosen:
             made.add(fragment)
+        leaves = {leaf_id for proposal in known if proposal.status != "stale"
+                  for leaf_id in inbox.leaf_ids(proposal)} | inbox.decided_leaves(forest, view)
+        made.moves, made.branches = inbox.propose(forest, view, leaves, limit)
         document = made.document()
     finally:
         view.close()
@@ -100,6 +106,8 @@ class _Proposal:
         self.forest, self.view, self.reserved = forest, view, set(reserved)
         self.groups: dict[tuple[str, str], dict[str, Any]] = {}  # (day, leaf) -> entry
         self.promotions: list[dict[str, Any]] = []
+        self.moves: list[dict[str, Any]] = []  # inbox leaves, with the branch that fits
+        self.branches: list[dict[str, Any]] = []  # new branches, with their inbox leaves
         self.skipped: list[dict[str, str]] = []
         self.redactions: dict[str, int] = {}
 
@@ -179,7 +187,7 @@ class _Proposal:
                 "score": _plain(float(found.score)) or 0.0, "reason": _plain(found.reason)}
 
     def document(self) -> dict[str, Any] | None:
-        if not self.groups and not self.promotions:
+        if not (self.groups or self.promotions or self.moves or self.branches):
             return None
         days: dict[str, list[dict[str, Any]]] = {}
         for (day, _), group in self.groups.items():  # insertion order: oldest source first
@@ -194,7 +202,8 @@ class _Proposal:
                 "transaction_id": proposals.transaction_id(proposal_id), "created_at": now(),
                 "status": "pending", "decided_at": None, "reason": None,
                 "days": [{"date": day, "entries": days[day]} for day in sorted(days)],
-                "promotions": self.promotions}
+                "promotions": self.promotions, "moves": _plain(self.moves),
+                "branches": _plain(self.branches)}
 
     def _summary(self, texts: list[str]) -> str:
         """The texts (each redacted when its source was read), shortened, one line each."""

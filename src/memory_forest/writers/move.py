@@ -13,7 +13,7 @@ sha256, never the text) records it. A tree is reorganized by a sweep plan.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ForestError, usage_error
 from ..forest import ForestLike, opened
@@ -55,56 +55,67 @@ def move(forest: ForestLike, source: str, to: str, dry_run: bool = False,
     names = split_to(to)
 
     def prepare(stage: Stage) -> None:
-        old = relink.resolve(stage, source)
-        if not stage.exists(old):
-            raise relink.missing(source)
-        route = parse_route(old)
-        if route.layer.key not in _TO_SHAPES:
-            raise ForestError("move_layer_unsupported", "only an STM leaf or an MTM branch "
-                              "moves; reorganize a tree with a sweep plan ('memory-forest "
-                              "apply-structured')", {"path": old})
-        fewest, most, shape = _TO_SHAPES[route.layer.key]
-        if not fewest <= len(names) <= most:
-            raise _bad_to(to, shape)
-        if route.layer.key == "stm":
-            new = stm_path(names[0], names[1], names[2] if len(names) == 3 else route.leaf or "")
-        else:
-            new = mtm_path(names[0], names[1] if len(names) == 2 else route.branch or "")
-        mapping = _mapping(stage, old, new)
-        parent = parent_of(new) or ""
-        if not stage.exists(parent):
-            code = "move_branch_missing" if route.layer.key == "stm" else "move_tree_missing"
-            raise ForestError(code, "the target branch or tree does not exist; create it "
-                              "first ('memory-forest remember ROOT --tree T --branch B --leaf L "
-                              "...' makes missing parents)", {"path": parent})
-        found = relink.linkers(stage, list(mapping))
-        moved = [{**relink.record(stage, before), "to": after}
-                 for before, after in mapping.items()]
-        for before, after in mapping.items():
-            stage.put(after, _up_to(stage, stage.text(before) or "", parent_of(before) or "",
-                                    parent_of(after) or ""))
-            stage.remove(before)
-        relink.drop_child(stage, parent_of(old) or "", old)
-        parents.link_down(stage, new)
-        relinked: set[str] = set()
-        for target, holders in found.items():
-            for holder in holders:
-                relink.retarget(stage, mapping.get(holder, holder), target, mapping[target])
-                relinked.add(holder)
-        relink.log(stage, "move", {"moved": [{"id": item["id"], "from": item["path"],
-                                              "to": item["to"], "sha256": item["sha256"]}
-                                             for item in moved]})
-        stage.details.update({
-            "source": old, "path": new, "id": moved[0]["id"],
-            "moved": [{"from": item["path"], "to": item["to"], "id": item["id"]}
-                      for item in moved],
-            "relinked": sorted(relinked - set(mapping) - {parent_of(old)})})
+        stage.details.update(stage_move(stage, source, names, to))
 
     with opened(forest) as forest:
         if dry_run:
             return relink.preview(forest, "move", prepare)
         return transact(forest, "move", {"source": source, "to": to}, transaction_id,
                         prepare, wait)
+
+
+def stage_move(stage: Stage, source: str, names: list[str], to: str) -> dict[str, Any]:
+    """Stage the move of ``source`` to ``names`` (``split_to`` of ``to``) and its ISTM event;
+    return what the receipt says of it. ``proposals accept`` stages several in one transaction.
+    """
+    old = relink.resolve(stage, source)
+    if not stage.exists(old):
+        raise relink.missing(source)
+    route = parse_route(old)
+    if route.layer.key not in _TO_SHAPES:
+        raise ForestError("move_layer_unsupported", "only an STM leaf or an MTM branch "
+                          "moves; reorganize a tree with a sweep plan ('memory-forest "
+                          "apply-structured')", {"path": old})
+    new = target_path(route.layer.key, names, to, route.leaf or route.branch or "")
+    mapping = _mapping(stage, old, new)
+    parent = parent_of(new) or ""
+    if not stage.exists(parent):
+        code = "move_branch_missing" if route.layer.key == "stm" else "move_tree_missing"
+        raise ForestError(code, "the target branch or tree does not exist; create it "
+                          "first ('memory-forest remember ROOT --tree T --branch B --leaf L "
+                          "...' makes missing parents)", {"path": parent})
+    found = relink.linkers(stage, list(mapping))
+    moved = [{**relink.record(stage, before), "to": after}
+             for before, after in mapping.items()]
+    for before, after in mapping.items():
+        stage.put(after, _up_to(stage, stage.text(before) or "", parent_of(before) or "",
+                                parent_of(after) or ""))
+        stage.remove(before)
+    relink.drop_child(stage, parent_of(old) or "", old)
+    parents.link_down(stage, new)
+    relinked: set[str] = set()
+    for target, holders in found.items():
+        for holder in holders:
+            relink.retarget(stage, mapping.get(holder, holder), target, mapping[target])
+            relinked.add(holder)
+    relink.log(stage, "move", {"moved": [{"id": item["id"], "from": item["path"],
+                                          "to": item["to"], "sha256": item["sha256"]}
+                                         for item in moved]})
+    return {"source": old, "path": new, "id": moved[0]["id"],
+            "moved": [{"from": item["path"], "to": item["to"], "id": item["id"]}
+                      for item in moved],
+            "relinked": sorted(relinked - set(mapping) - {parent_of(old)})}
+
+
+def target_path(layer: str, names: list[str], to: str, name: str) -> str:
+    """The path ``--to`` names for a document of ``layer`` (an STM leaf or an MTM branch)
+    whose own name is ``name`` when ``--to`` leaves it out; ``supersede --to`` shares it."""
+    fewest, most, shape = _TO_SHAPES[layer]
+    if not fewest <= len(names) <= most:
+        raise _bad_to(to, shape)
+    if layer == "stm":
+        return stm_path(names[0], names[1], names[2] if len(names) == 3 else name)
+    return mtm_path(names[0], names[1] if len(names) == 2 else name)
 
 
 def _mapping(stage: Stage, old: str, new: str) -> dict[str, str]:

@@ -19,44 +19,15 @@ import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ForestError
 from ..jsonio import load_object
-from ..queryplan import exact_integer_version
+from ..routes import parse_route
 from .capture import EVENT_ID
-from .receipts import TRANSACTION_ID
+from .planbase import DATE, EntryId, Segment, Sha256, Text, Title, _Plan, _Versioned
 
 MAX_PLAN_BYTES = 4 * 1024 * 1024
-MAX_TEXT = 256 * 1024
-ENTRY_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-SHA256 = r"^[0-9a-f]{64}$"
-DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-
-TransactionId = Annotated[str, Field(pattern=TRANSACTION_ID,
-                                     description="Unique per transaction; an exact retry "
-                                     "returns the original receipt.")]
-EntryId = Annotated[str, Field(pattern=ENTRY_ID, description="A Daily entry id (its ## anchor).")]
-Segment = Annotated[str, Field(min_length=1, max_length=200)]
-Title = Annotated[str, Field(min_length=1, max_length=200)]
-Sha256 = Annotated[str, Field(pattern=SHA256)]
-Text = Annotated[str, Field(max_length=MAX_TEXT)]
-
-
-class _Plan(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _Versioned(_Plan):
-    schema_version: Literal[1]
-    transaction_id: TransactionId
-
-    @field_validator("schema_version", mode="before")
-    @classmethod
-    def _exactly_the_integer(cls, value: object) -> object:
-        return exact_integer_version(value)
-
-
 # --- Daily Plan -------------------------------------------------------------------------------
 
 
@@ -216,6 +187,25 @@ class ProposedPromotion(_Plan):
     placement: ProposedPlacement
 
 
+class ProposedMove(_Plan):
+    """An inbox leaf, and the branch placement now finds for it (its id is kept)."""
+
+    id: Segment = Field(description="The leaf's id.")
+    source: ProposalSource = Field(description="pointer: the leaf's path; fingerprint: the "
+                                   "sha256 of its file when proposed.")
+    placement: ProposedPlacement
+
+
+class ProposedBranch(_Plan):
+    """A new branch for inbox leaves that share a topic no branch holds."""
+
+    tree: Segment
+    branch: Segment
+    title: Title
+    terms: list[Segment] = Field(max_length=50, description="The words the leaves share.")
+    leaves: list[ProposedMove] = Field(min_length=1, max_length=1000)
+
+
 class Proposal(_Versioned):
     """A consolidation proposal: unfiled ISTM events and Daily entries, and where each goes.
 
@@ -234,6 +224,10 @@ class Proposal(_Versioned):
     reason: Text | None = Field(default=None, description="Why it was rejected, if given.")
     days: list[ProposedDay] = Field(max_length=1000, description="New Daily entries, by day.")
     promotions: list[ProposedPromotion] = Field(max_length=1000)
+    moves: list[ProposedMove] = Field(default_factory=list, max_length=1000,
+                                      description="Inbox leaves to move to a branch.")
+    branches: list[ProposedBranch] = Field(default_factory=list, max_length=100,
+                                           description="New branches, each with its leaves.")
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -439,8 +433,6 @@ def _check_structured(plan: StructuredSweepPlan) -> None:
 
 
 def _check_proposal(plan: Proposal) -> None:
-    from ..routes import parse_route
-
     promotions = [(item.source, item.placement, f"promotions.{number}", "daily")
                   for number, item in enumerate(plan.promotions)]
     entries = [(source, entry.placement, f"days.{day}.entries.{number}", "istm")
@@ -452,18 +444,34 @@ def _check_proposal(plan: Proposal) -> None:
                          (placement.leaf, "leaf", f"{loc}.placement.leaf")])
         _check_titles([(placement.title, f"{loc}.placement.title")])
         path, mark, anchor = source.pointer.partition("#")
-        try:
-            route = parse_route(path)
-        except ForestError:
-            route = None
-        if route is None or route.layer.key != layer or not mark or not anchor:
+        if _layer_of(path) != layer or not mark or not anchor:
             raise reject("plan_bad_source", f"a source is not a {layer} pointer", loc)
+    moves = [(move, f"moves.{number}") for number, move in enumerate(plan.moves)]
+    moves += [(move, f"branches.{group}.leaves.{number}") for group, branch in
+              enumerate(plan.branches) for number, move in enumerate(branch.leaves)]
+    for move, loc in moves:
+        _check_segments([(getattr(move.placement, name), name, f"{loc}.placement.{name}")
+                         for name in ("tree", "branch", "leaf")])
+        if _layer_of(move.source.pointer) != "stm":
+            raise reject("plan_bad_source", "a moved leaf is an STM path", loc)
+    for number, branch in enumerate(plan.branches):
+        _check_segments([(branch.tree, "tree", f"branches.{number}.tree"),
+                         (branch.branch, "branch", f"branches.{number}.branch")])
+        _check_titles([(branch.title, f"branches.{number}.title")])
+    _unique([move.id for move, _ in moves], "plan_duplicate_source", "leaf", "moves")
     ids = [entry.entry_id for group in plan.days for entry in group.entries]
     _unique(ids + [item.entry_id for item in plan.promotions], "plan_duplicate_entry_id",
             "entry id", "days")
     _unique([group.date for group in plan.days], "plan_duplicate_date", "date", "days")
     _unique([source.pointer for source, *_ in promotions + entries], "plan_duplicate_source",
             "source", "days")
+
+
+def _layer_of(path: str) -> str | None:
+    try:
+        return parse_route(path).layer.key
+    except ForestError:
+        return None
 
 
 _CHECKS = {"daily": _check_daily, "structured": _check_structured, "promotion": _check_promotion,

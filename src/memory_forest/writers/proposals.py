@@ -38,7 +38,7 @@ from ..jsonio import dumps, loads_strict
 from ..lockline import DEFAULT_WAIT
 from ..safety import makedirs_private, read_regular, write_private
 from ..statefiles import PROPOSALS, proposal_rel, state_rel
-from . import receipts
+from . import inbox, receipts
 
 if TYPE_CHECKING:
     from ..results import ProposalAcceptResult, ProposalRejectResult, ProposalsListResult
@@ -163,7 +163,8 @@ def stage_decision(stage: Any, proposal: Any, decision: str, reason: str | None 
     from ..decisions import event
     from .capture import check_event, stage_events
 
-    record = event(decision, proposal.proposal_id, pointers(proposal), stage.now, reason)
+    record = event(decision, proposal.proposal_id, pointers(proposal), stage.now, reason,
+                   inbox.leaf_ids(proposal))
     known = stage.view.event_paths({record["event_id"]}).get(record["event_id"])
     if known is not None:  # decided before, and only the local mark and receipt were lost
         return f"{known}#{record['event_id']}"
@@ -185,7 +186,8 @@ def entry_ids(proposal: Any) -> list[str]:
 
 def counts(proposal: Any) -> dict[str, int]:
     return {"entries": len(entry_ids(proposal)), "promotions": len(proposal.promotions),
-            "sources": len(pointers(proposal))}
+            "sources": len(pointers(proposal)), "moves": len(proposal.moves),
+            "branches": len(proposal.branches)}
 
 
 def summary(forest: Forest, proposal: Any) -> dict[str, Any]:
@@ -346,7 +348,7 @@ def _checked_summaries(proposal: Any, summaries: dict[str, str]
                        ) -> tuple[dict[str, str], dict[str, int]]:
     """The caller's summaries, redacted, for the proposal's own new entries only."""
     from .markdown import clean_text
-    from .plans import MAX_TEXT
+    from .planbase import MAX_TEXT
     from .redact import redact_text
 
     known = set(entry_ids(proposal))
@@ -378,7 +380,7 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
     if status_of(forest, current) == "rejected":
         raise ForestError("proposal_rejected", "this proposal was rejected while it was being "
                           "accepted", {"proposal_id": proposal.proposal_id})
-    stale = stale_sources(stage.view, proposal)
+    stale = stale_sources(stage.view, proposal) + inbox.stale_leaves(stage.view, proposal)
     if stale:
         # Under the lock, so no reject crosses it: its sources are free for the next proposal.
         _mark(forest, current, "stale")
@@ -407,6 +409,7 @@ def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[st
         block = f"Promoted from `{pointer}`:\n\n{neutralize(text)}"
         parents.add_to_leaf(stage, leaf, placement.title, block, {}, [pointer])
         entries.append({"entry_id": entry_id, "daily": daily, "leaf": leaf, "entry": how})
+    stage.details.update(inbox.stage(stage, proposal))
     stage.details.update({
         "decision": stage_decision(stage, proposal, "accepted"),
         "proposal_id": proposal.proposal_id, "entries": entries, "redactions": redactions,

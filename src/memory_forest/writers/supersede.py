@@ -1,7 +1,9 @@
 """``supersede``: a new record replaces an old one; the old one stays, marked.
 
 ``supersede ROOT --id OLD --file NEW.md`` creates the new record beside the
-old one (same layer and owner; its name is the file's stem), with
+old one (same layer and owner; its name is the file's stem), or with ``--to
+TREE/BRANCH[/LEAF]`` (``TREE[/BRANCH]`` for an MTM branch) at that place,
+missing parents made and linked as ``remember`` makes them, with
 ``supersedes: OLD``, and sets ``status: superseded`` and
 ``superseded_by: <new id>`` on the old record. The old record's body is
 never changed. NEW.md may carry frontmatter with ``title``, ``tags`` and
@@ -20,6 +22,7 @@ from ..lockline import DEFAULT_WAIT
 from ..routes import mtm_path, parse_route, stm_path
 from . import parents
 from .markdown import check_linkable, check_title, clean_text, neutralize
+from .move import split_to, target_path
 from .transaction import Stage, transact
 
 if TYPE_CHECKING:
@@ -70,22 +73,29 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
     return stem, meta, clean_text(body, "record")
 
 
-def supersede(forest: ForestLike, old_id: str, file: str,
+def supersede(forest: ForestLike, old_id: str, file: str, to: str | None = None,
               transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> WriteResult:
     from .redact import redact_value
 
     stem, meta, body = read_new_record(file)
     check_linkable(stem, "record")
+    names = None if to is None else split_to(to)
     redactions: dict[str, int] = {}
     meta = {key: value if key == "sources" else redact_value(value, redactions)
             for key, value in meta.items()}
     body = redact_value(body, redactions)
-    request = {"id": old_id, "name": stem, "frontmatter": meta, "body": body}
+    request = {"id": old_id, "name": stem, "frontmatter": meta, "body": body, "to": to}
 
     def prepare(stage: Stage) -> None:
         old = parents.find_by_id(stage, old_id)
         route = parse_route(old)
-        if route.layer.key == "stm":
+        if names is not None and route.layer.key in ("stm", "mtm"):
+            path = target_path(route.layer.key, names, to or "", stem)
+        elif names is not None:
+            raise ForestError("supersede_layer_unsupported", "--to places an STM leaf or an "
+                              "MTM branch; a Life Archive record is superseded in place "
+                              "(leave out --to)", {"path": old})
+        elif route.layer.key == "stm":
             path = stm_path(route.tree, route.branch, stem)
         elif route.layer.key == "mtm":
             path = mtm_path(route.tree, stem)
