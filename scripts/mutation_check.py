@@ -1,7 +1,7 @@
 """Mutation check: each deliberate breakage of the package must make a test fail.
 
 Usage: python scripts/mutation_check.py [--only NAME ...] [--list] [--no-baseline]
-                                      [--write-docs]
+       python scripts/mutation_check.py --write-docs
 
 For every breakage in BREAKAGES the package source (src/memory_forest) is
 copied to a fresh temporary directory, the breakage's string replacements are
@@ -9,7 +9,9 @@ applied to the copy, and the breakage's test files run with ``-x`` against
 the copy (PYTHONPATH puts it before the installed package, and that it does
 is checked before anything runs). A breakage is *caught* when a test fails;
 it *survives* when every test passes. The script prints a table, breakage ->
-tests that caught it, and exits 1 when any breakage survives.
+tests that caught it, and exits 1 when any breakage survives. ``--write-docs``
+writes the list itself (breakage, file, the tests that must catch it) into
+docs/testing.md, so the page names exactly the breakages the check runs.
 
 It fails loudly, never quietly, when the check itself has gone stale: a
 replacement that does not apply exactly once (the code it breaks has
@@ -34,8 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from docblock import write_block  # noqa: E402
+
 PACKAGE = "memory_forest"
 DOCS = REPO / "docs" / "testing.md"
+BEGIN, END = "<!-- mutation_check:begin -->", "<!-- mutation_check:end -->"
 RUN_TIMEOUT = 600
 
 
@@ -388,15 +394,14 @@ def table(results: list[tuple[Breakage, list[str]]]) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    """Put the table between the markers in docs/testing.md."""
-    begin, end = "<!-- mutation_check:begin -->\n", "<!-- mutation_check:end -->"
-    doc = DOCS.read_text(encoding="utf-8")
-    head, _, rest = doc.partition(begin)
-    _, found, tail = rest.partition(end)
-    if not found:
-        raise Stale(f"{DOCS} has no {begin.strip()} ... {end} markers")
-    DOCS.write_text(head + begin + text + "\n" + end + tail, encoding="utf-8")
+def listing() -> str:
+    """docs/testing.md's block: every breakage, the file it breaks, the tests that must
+    catch it, in the order the check runs them."""
+    lines = [BEGIN, "| breakage | file broken | tests that must catch it |", "|---|---|---|"]
+    for breakage in BREAKAGES:
+        tests = ", ".join(f"`{test}`" for test in breakage.tests)
+        lines.append(f"| {breakage.name} | `{breakage.file}` | {tests} |")
+    return "\n".join([*lines, END])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -405,12 +410,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the breakages whose name contains NAME (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the breakages and exit")
     parser.add_argument("--write-docs", action="store_true",
-                        help="also put the table in docs/testing.md (a full run only)")
+                        help="write the list of breakages into docs/testing.md and exit")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip checking that the untouched package passes first")
     args = parser.parse_args(argv)
-    if args.write_docs and args.only:
-        parser.error("--write-docs records a full run: leave out --only")
+    if args.write_docs:
+        write_block(DOCS, BEGIN, END, listing())
+        return 0
     chosen = tuple(b for b in BREAKAGES
                    if not args.only or any(part in b.name for part in args.only))
     if args.list or not chosen:
@@ -418,8 +424,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args.list else 2
     try:
         results = run(chosen, baseline_first=not args.no_baseline)
-        if args.write_docs:
-            write_docs(table(results))
     except Stale as exc:
         print(f"mutation_check: stale: {exc}", file=sys.stderr)
         return 2
