@@ -143,6 +143,12 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_credentials.py", "tests/test_sync.py", "tests/test_release_audit.py"),
     ),
     Breakage(
+        "sync reads no commit the remote has not seen, only the working tree", "syncscan.py",
+        (("    found = committed(repo, remote, allow_binary) if remote is not None else []\n",
+          "    found = []\n"),),
+        ("tests/test_syncscan.py",),
+    ),
+    Breakage(
         "files created 0644", "safety.py",
         (("os.O_NOFOLLOW, FILE_MODE)\n    try:\n        os.fchmod(fd, FILE_MODE)\n",
           "os.O_NOFOLLOW, 0o644)\n    try:\n        os.fchmod(fd, 0o644)\n"),),
