@@ -149,6 +149,18 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_syncscan.py",),
     ),
     Breakage(
+        "sync leaves the modes git wrote under the user's umask", "syncsettle.py",
+        (('    done["modes"] = restore_modes(root, changed, None if since is None else since[1])\n',
+          '    done["modes"] = {"modes": [], "modes_failed": [], "git_modes": 0}\n'),),
+        ("tests/test_sync.py", "tests/test_syncsettle.py"),
+    ),
+    Breakage(
+        "sync leaves what git wrote in .git readable by others", "modes.py",
+        (('    report["git_modes"] = _private_git_dir(root, since_ns)\n',
+          '    report["git_modes"] = 0\n'),),
+        ("tests/test_sync.py", "tests/test_syncsettle.py"),
+    ),
+    Breakage(
         "files created 0644", "safety.py",
         (("os.O_NOFOLLOW, FILE_MODE)\n    try:\n        os.fchmod(fd, FILE_MODE)\n",
           "os.O_NOFOLLOW, 0o644)\n    try:\n        os.fchmod(fd, 0o644)\n"),),
