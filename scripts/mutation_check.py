@@ -280,6 +280,25 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_gate.py",),
     ),
     Breakage(
+        "the gate's route results carry a line of the leaf's body in their titles", "gate.py",
+        (('    results, trails = routed.get("results", []), found.get("trails", [])\n',
+          '    results = [{**hit, "title": hit["title"] + " " + (forest.root / hit["path"])\n'
+          '                .read_text().splitlines()[-1]} for hit in routed.get("results", [])]\n'
+          '    trails = found.get("trails", [])\n'),),
+        ("tests/journeys/test_journey_no_vacuous.py", "tests/test_gate.py",
+         "tests/test_hostile.py"),
+    ),
+    Breakage(
+        "route's results carry a line of the leaf's body in their titles", "retrieve.py",
+        (('columns="title path") if terms else []\n'
+          '        results = [{**node_of(row), "score": score} for row, score in found]\n',
+          'columns="title path") if terms else []\n'
+          '        results = [{**node_of(row), "score": score, "title": row.title + " " + (\n'
+          '            forest.root / row.path).read_text().splitlines()[-1]}\n'
+          '            for row, score in found]\n'),),
+        ("tests/journeys/test_journey_no_vacuous.py", "tests/test_mcp_server.py"),
+    ),
+    Breakage(
         "consolidate proposes again a source another machine decided on",
         "writers/consolidate.py",
         (("             for pointer in proposals.pointers(proposal)} "
