@@ -205,6 +205,7 @@ class Changes:
         if path.is_symlink():
             path.unlink()
         elif not path.exists():
+            path.parent.mkdir(mode=0o700, exist_ok=True)  # a move may have taken the tree
             os.symlink(self.root / "01 xltm/XLTM.md", path)
             write_file(self.root, f"{LEAVES}/kitchen/linked-{seed % 2}/under.md",
                        render_doc(f"{LEAVES}/kitchen/linked-{seed % 2}/under.md", "Under", "",
