@@ -1,7 +1,7 @@
 """Mutation check: each deliberate breakage of the package must make a test fail.
 
 Usage: python scripts/mutation_check.py [--only NAME ...] [--list] [--no-baseline]
-                                      [--write-docs]
+       python scripts/mutation_check.py --write-docs
 
 For every breakage in BREAKAGES the package source (src/memory_forest) is
 copied to a fresh temporary directory, the breakage's string replacements are
@@ -9,7 +9,9 @@ applied to the copy, and the breakage's test files run with ``-x`` against
 the copy (PYTHONPATH puts it before the installed package, and that it does
 is checked before anything runs). A breakage is *caught* when a test fails;
 it *survives* when every test passes. The script prints a table, breakage ->
-tests that caught it, and exits 1 when any breakage survives.
+tests that caught it, and exits 1 when any breakage survives. ``--write-docs``
+writes the list itself (breakage, file, the tests that must catch it) into
+docs/testing.md, so the page names exactly the breakages the check runs.
 
 It fails loudly, never quietly, when the check itself has gone stale: a
 replacement that does not apply exactly once (the code it breaks has
@@ -34,8 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from docblock import write_block  # noqa: E402
+
 PACKAGE = "memory_forest"
 DOCS = REPO / "docs" / "testing.md"
+BEGIN, END = "<!-- mutation_check:begin -->", "<!-- mutation_check:end -->"
 RUN_TIMEOUT = 600
 
 
@@ -53,6 +59,13 @@ BREAKAGES: tuple[Breakage, ...] = (
         "incremental.py",
         (("    affected |= filerows.linking_to(con, {link_target(path) for path in appeared})\n",
           "    affected |= set()\n"),),
+        ("tests/test_incremental.py",),
+    ),
+    Breakage(
+        "an incremental build leaves the children of a path that appeared or went unjudged",
+        "incremental.py",
+        (("            if routed(child) and parent_of(child) == path:\n",
+          "            if False:\n"),),
         ("tests/test_incremental.py",),
     ),
     Breakage(
@@ -131,10 +144,35 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/writers/test_redact.py", "tests/writers/test_redaction_writers.py"),
     ),
     Breakage(
+        "remember files a redacted fact only up to its first marker", "writers/remember.py",
+        (('        block = entry_block(stage.now, pointer, payload["text"])\n',
+          '        block = entry_block(stage.now, pointer,\n'
+          '                            payload["text"].split("[REDACTED")[0])\n'),),
+        ("tests/writers/test_remember.py",),
+    ),
+    Breakage(
         "the credential detector finds nothing", "credentials/__init__.py",
         (("    if not may_hold(folded):\n        return []\n",
           "    if folded:\n        return []\n"),),
         ("tests/test_credentials.py", "tests/test_sync.py", "tests/test_release_audit.py"),
+    ),
+    Breakage(
+        "sync reads no commit the remote has not seen, only the working tree", "syncscan.py",
+        (("    found = committed(repo, remote, allow_binary) if remote is not None else []\n",
+          "    found = []\n"),),
+        ("tests/test_syncscan.py",),
+    ),
+    Breakage(
+        "sync leaves the modes git wrote under the user's umask", "syncsettle.py",
+        (('    done["modes"] = restore_modes(root, changed, None if since is None else since[1])\n',
+          '    done["modes"] = {"modes": [], "modes_failed": [], "git_modes": 0}\n'),),
+        ("tests/test_sync.py", "tests/test_syncsettle.py"),
+    ),
+    Breakage(
+        "sync leaves what git wrote in .git readable by others", "modes.py",
+        (('    report["git_modes"] = _private_git_dir(root, since_ns)\n',
+          '    report["git_modes"] = 0\n'),),
+        ("tests/test_sync.py", "tests/test_syncsettle.py"),
     ),
     Breakage(
         "files created 0644", "safety.py",
@@ -239,6 +277,34 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_damaged_semantic_state.py",),
     ),
     Breakage(
+        "the dense floor lowered: an unrelated question gets a dense-only trail",
+        "semantic_null.py",
+        (("NULL_MARGIN = 0.01", "NULL_MARGIN = -0.01"),),
+        ("tests/test_multilingual.py",),
+    ),
+    Breakage(
+        "the dense floor raised: questions in another language lose their leaf",
+        "semantic_null.py",
+        (("NULL_MARGIN = 0.01", "NULL_MARGIN = 0.02"),),
+        ("tests/test_multilingual.py",),
+    ),
+    Breakage(
+        "a paragraph is embedded in windows of four lines", "semantic.py",
+        (("        while len(block) > CHUNK_LINES:\n"
+          "            pieces.append(block[:CHUNK_LINES])\n"
+          "            block = block[CHUNK_LINES:]\n",
+          "        while len(block) > CHUNK_LINES + 1:\n"
+          "            pieces.append(block[:CHUNK_LINES + 1])\n"
+          "            block = block[CHUNK_LINES + 1:]\n"),),
+        ("tests/test_semantic.py",),
+    ),
+    Breakage(
+        "fusion adds no dense candidate", "semantic.py",
+        (("        supported = pooled.size and float(pooled.max()) > floor\n",
+          "        supported = False\n"),),
+        ("tests/test_multilingual.py", "tests/test_semantic.py"),
+    ),
+    Breakage(
         "the matrix cache's keys are trusted without their shape checked", "semantic_cache.py",
         (("        found, hashes, counts = keys_shape(data)\n",
           "        keys = __import__('json').loads(data)\n"
@@ -260,6 +326,25 @@ BREAKAGES: tuple[Breakage, ...] = (
         (('    if receipt["ok"] or strict or receipt["error"]["code"] in _BLOCKING:\n',
           "    if True:\n"),),
         ("tests/test_gate.py",),
+    ),
+    Breakage(
+        "the gate's route results carry a line of the leaf's body in their titles", "gate.py",
+        (('    results, trails = routed.get("results", []), found.get("trails", [])\n',
+          '    results = [{**hit, "title": hit["title"] + " " + (forest.root / hit["path"])\n'
+          '                .read_text().splitlines()[-1]} for hit in routed.get("results", [])]\n'
+          '    trails = found.get("trails", [])\n'),),
+        ("tests/journeys/test_journey_no_vacuous.py", "tests/test_gate.py",
+         "tests/test_hostile.py"),
+    ),
+    Breakage(
+        "route's results carry a line of the leaf's body in their titles", "retrieve.py",
+        (('columns="title path") if terms else []\n'
+          '        results = [{**node_of(row), "score": score} for row, score in found]\n',
+          'columns="title path") if terms else []\n'
+          '        results = [{**node_of(row), "score": score, "title": row.title + " " + (\n'
+          '            forest.root / row.path).read_text().splitlines()[-1]}\n'
+          '            for row, score in found]\n'),),
+        ("tests/journeys/test_journey_no_vacuous.py", "tests/test_mcp_server.py"),
     ),
     Breakage(
         "consolidate proposes again a source another machine decided on",
@@ -394,15 +479,14 @@ def table(results: list[tuple[Breakage, list[str]]]) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    """Put the table between the markers in docs/testing.md."""
-    begin, end = "<!-- mutation_check:begin -->\n", "<!-- mutation_check:end -->"
-    doc = DOCS.read_text(encoding="utf-8")
-    head, _, rest = doc.partition(begin)
-    _, found, tail = rest.partition(end)
-    if not found:
-        raise Stale(f"{DOCS} has no {begin.strip()} ... {end} markers")
-    DOCS.write_text(head + begin + text + "\n" + end + tail, encoding="utf-8")
+def listing() -> str:
+    """docs/testing.md's block: every breakage, the file it breaks, the tests that must
+    catch it, in the order the check runs them."""
+    lines = [BEGIN, "| breakage | file broken | tests that must catch it |", "|---|---|---|"]
+    for breakage in BREAKAGES:
+        tests = ", ".join(f"`{test}`" for test in breakage.tests)
+        lines.append(f"| {breakage.name} | `{breakage.file}` | {tests} |")
+    return "\n".join([*lines, END])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -411,12 +495,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the breakages whose name contains NAME (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the breakages and exit")
     parser.add_argument("--write-docs", action="store_true",
-                        help="also put the table in docs/testing.md (a full run only)")
+                        help="write the list of breakages into docs/testing.md and exit")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip checking that the untouched package passes first")
     args = parser.parse_args(argv)
-    if args.write_docs and args.only:
-        parser.error("--write-docs records a full run: leave out --only")
+    if args.write_docs:
+        write_block(DOCS, BEGIN, END, listing())
+        return 0
     chosen = tuple(b for b in BREAKAGES
                    if not args.only or any(part in b.name for part in args.only))
     if args.list or not chosen:
@@ -424,8 +509,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args.list else 2
     try:
         results = run(chosen, baseline_first=not args.no_baseline)
-        if args.write_docs:
-            write_docs(table(results))
     except Stale as exc:
         print(f"mutation_check: stale: {exc}", file=sys.stderr)
         return 2

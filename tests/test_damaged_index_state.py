@@ -152,6 +152,18 @@ def forest(tmp_path: Path, _forest_templates: dict[str, Path]) -> Path:
                                 symlinks=True))
 
 
+def test_an_index_a_cut_short_journal_left_half_restored_is_never_trusted(forest, fresh):
+    """The rollback of a cut-short journal restores only some pages: the quick check
+    after it finds the index unsound, so it goes, and no reader answers from it."""
+    damage(forest, "-journal", "truncated")
+    code, answer = run(forest, "retrieve", TURN)
+    assert code != 0 and answer["error"]["code"] == "index_missing", answer
+    assert not os.path.lexists(piece(forest, "")) and not piece(forest, "-journal").exists()
+    code, built = run(forest, "index")
+    assert code == 0 and built["ok"], built
+    assert trails(forest) == fresh
+
+
 @pytest.mark.parametrize("name, kind", CELLS, ids=[f"{n.strip('-.') or 'index'}-{k}"
                                                     for n, k in CELLS])
 def test_damaged_index_state_blocks_nothing_and_heals(forest, fresh, name, kind):

@@ -1,7 +1,8 @@
 """An incremental build equals a full rebuild, after any sequence of changes.
 
 Each example starts from the example forest, applies a random sequence of
-edits, additions, deletions, renames, mode changes, duplicate ids, names
+edits, additions, deletions, renames (of leaves, and of branches and trees
+with their children), mode changes, duplicate ids, names
 that differ only by case, symlinks, captures, Daily entries and citations,
 and after every change compares the incrementally kept index (every table:
 documents, full text, quarantine, problems, references, fragments and their
@@ -133,6 +134,51 @@ class Changes:
             if not (self.root / target).exists():
                 os.rename(self.root / rel, self.root / target)
 
+    def move_branch(self, seed: int) -> None:
+        """A branch moved as a file manager moves it: its file and its leaves' folder
+        together, the file alone (its leaves lose their parent) or the folder alone. The
+        file goes, when one is there, onto a folder of leaves that has no branch file: a
+        path that appears with children already under it."""
+        rel = self.pick(self.files("03 mtm"), seed)
+        if not rel:
+            return
+        tree = rel.split("/")[1]
+        orphans = [folder for folder in self.folders(f"{LEAVES}/{tree}")
+                   if not (self.root / f"03 mtm/{tree}/{folder}.md").exists()]
+        name = self.pick(orphans, seed // 3) or f"moved-{self.step}"
+        how = seed % 3
+        moves = [] if how == 2 else [(rel, f"03 mtm/{tree}/{name}.md")]
+        if how != 1:
+            moves.append((f"{LEAVES}/{rel[len('03 mtm/'):-3]}", f"{LEAVES}/{tree}/{name}"))
+        self.move(moves)
+
+    def move_tree(self, seed: int) -> None:
+        """A tree renamed with its branches and leaves, or its root file alone onto a tree
+        folder that has none (a path that appears with branches under it)."""
+        rel = self.pick(self.files("02 ltm"), seed)
+        if not rel:
+            return
+        tree = rel[len("02 ltm/"):-len("_LTM.md")]
+        orphans = [folder for folder in self.folders("03 mtm")
+                   if not (self.root / f"02 ltm/{folder}_LTM.md").exists()]
+        name = self.pick(orphans, seed // 3) or f"moved-{self.step}"
+        moves = [(rel, f"02 ltm/{name}_LTM.md")]
+        if seed % 2:
+            moves += [(f"{layer}/{tree}", f"{layer}/{name}") for layer in ("03 mtm", LEAVES)]
+        self.move(moves)
+
+    def folders(self, under: str) -> list[str]:
+        path = self.root / under
+        return sorted(entry.name for entry in path.iterdir()
+                      if entry.is_dir() and not entry.is_symlink()) if path.is_dir() else []
+
+    def move(self, moves: list[tuple[str, str]]) -> None:
+        """Each rename whose source is there and whose target is not."""
+        for source, target in moves:
+            if os.path.lexists(self.root / source) and not os.path.lexists(self.root / target):
+                (self.root / target).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.rename(self.root / source, self.root / target)
+
     def chmod(self, seed: int) -> None:
         rel = self.pick(self.files(suffix=""), seed)
         if rel:
@@ -160,6 +206,7 @@ class Changes:
         if path.is_symlink():
             path.unlink()
         elif not path.exists():
+            path.parent.mkdir(mode=0o700, exist_ok=True)  # a move may have taken the tree
             os.symlink(self.root / "01 xltm/XLTM.md", path)
             write_file(self.root, f"{LEAVES}/kitchen/linked-{seed % 2}/under.md",
                        render_doc(f"{LEAVES}/kitchen/linked-{seed % 2}/under.md", "Under", "",
@@ -223,7 +270,8 @@ class Changes:
 
 
 CHANGES = [name for name in vars(Changes) if not name.startswith("_")
-           and name not in ("files", "pick", "leaf_paths", "backdate", "pointers")]
+           and name not in ("files", "pick", "leaf_paths", "backdate", "pointers", "folders",
+                            "move")]
 
 
 def index_state(root: Path) -> dict[str, list]:
@@ -343,6 +391,27 @@ def test_a_deleted_branch_rechecks_its_leaves_and_nothing_else(tmp_path):
     [trail] = retrieve.retrieve(root, "kimchi")["trails"]
     assert trail["reason"] == "owner_not_indexed"
     assert trail["missing"] == ["03 mtm/kitchen/fermentation.md"]
+
+
+def test_a_branch_that_appears_over_its_leaves_rejudges_them(tmp_path):
+    """A branch file moved away and back: its leaves were orphans, and the path that
+    appeared again has them as children, so the build must judge them again."""
+    root, changes = _indexed_example(tmp_path)
+    branch, aside = root / "03 mtm/kitchen/fermentation.md", tmp_path / "fermentation.md"
+    leaves = {"04 stm/kitchen/fermentation/kimchi-batch-7.md",
+              "04 stm/kitchen/fermentation/zaatar-blend.md"}
+    os.rename(branch, aside)
+    orphaned = index.refresh(root).triage.problems
+    assert {(i.path, i.code) for i in orphaned} >= {(leaf, "parent_missing") for leaf in leaves}
+    os.rename(aside, branch)
+    changes.backdate()
+    done = index.refresh(root)
+    assert done.written["mode"] == "incremental"
+    assert not {(i.path, i.code) for i in done.triage.problems} & {
+        (leaf, "parent_missing") for leaf in leaves}
+    assert index_state(root) == full_rebuild_state(root)[0]
+    [trail] = retrieve.retrieve(root, "kimchi")["trails"]
+    assert trail["nodes"][-2]["path"] == "03 mtm/kitchen/fermentation.md"
 
 
 def test_a_file_replaced_with_its_old_size_and_mtime_is_seen_by_its_inode(tmp_path):

@@ -36,6 +36,12 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 # (overall and on the cross-language questions).
 FUSED_AT_5 = 0.70
 FUSED_GAIN_AT_5 = 0.30
+# What the null reference's floor reaches (0.885 when written) less two questions: a floor
+# set too high loses cross-language answers long before it reaches the target above.
+FUSED_HELD_AT_5 = 0.85
+# The one unrelated question the dense side answers at today's floor (the boiling point of
+# mercury, near the example forest's temperatures): every other one must stay lexical.
+DENSE_NEAR_MISS = {"unr-08"}
 # Below the target, the floor the fused ranking must hold in every row: a fifth of the questions
 # more than lexical, overall and across languages, and never less in any language.
 HELD_GAIN_AT_5 = 0.20
@@ -132,17 +138,37 @@ def test_fused_ranking_reaches_its_targets(scored: dict[str, Any]) -> None:
     assert cross["fused"]["recall@5"] >= cross["lexical"]["recall@5"] + FUSED_GAIN_AT_5, cross
 
 
+def test_fused_recall_holds_what_the_floor_reaches(scored: dict[str, Any]) -> None:
+    """The recall side of the dense floor: raised a little, it costs these answers."""
+    overall = scored["table"]["all"]
+    assert overall["fused"]["recall@5"] >= FUSED_HELD_AT_5, overall
+
+
+def test_the_dense_floor_keeps_unrelated_questions_to_lexical_evidence(
+        scored: dict[str, Any]) -> None:
+    """The precision side of the dense floor, next to its recall: over every unrelated
+    question, the dense side adds a trail where the lexical core has none only for the
+    known near miss; lowered a little, the floor lets a second one through."""
+    counts = scored["counts"]
+    unrelated = [item["id"] for item in scored["nothing"] if item["kind"] == "unrelated"]
+    only_dense = {i for i in unrelated if counts["fused"][i] and not counts["lexical"][i]}
+    assert only_dense <= DENSE_NEAR_MISS, only_dense
+    held_out = [item["id"] for item in scored["nothing"]
+                if item["kind"] == "unrelated" and item["split"] == "held_out"]
+    assert len(held_out) >= 6 and not only_dense & set(held_out)
+
+
 def test_fused_ranking_is_clearly_above_the_lexical_core(scored: dict[str, Any]) -> None:
     table = scored["table"]
     for group in ("all", "cross-language"):
         row = table[group]
         assert row["fused"]["recall@5"] >= row["lexical"]["recall@5"] + HELD_GAIN_AT_5, \
             (group, row)
-    for lang in bench.LANGS:
-        assert table[lang]["fused"]["recall@5"] >= table[lang]["lexical"]["recall@5"], \
-            (lang, table[lang])
-    same = table["same-language"]  # a paraphrase or a synonym in the leaf's own language
-    assert same["fused"]["recall@5"] >= same["lexical"]["recall@5"], same
+    # Fusion must help in every language and for paraphrases in the leaf's own language:
+    # strictly, since ">=" would hold with the dense side switched off.
+    for group in (*bench.LANGS, "same-language"):
+        assert table[group]["fused"]["recall@5"] > table[group]["lexical"]["recall@5"], \
+            (group, table[group])
 
 
 @pytest.mark.parametrize("question_id", sorted(NAMED))

@@ -59,3 +59,15 @@ def test_the_copy_shadows_the_installed_package(tmp_path):
     (src / "memory_forest").rename(src / "elsewhere")
     with pytest.raises(mutation_check.Stale, match="does not shadow"):
         mutation_check.check_shadowing(src)
+
+
+def test_docs_list_exactly_the_breakages_the_check_runs():
+    """docs/testing.md's table is the script's list; `--write-docs` refreshes it."""
+    doc = (REPO / "docs" / "testing.md").read_text(encoding="utf-8")
+    block = doc[doc.index(mutation_check.BEGIN):doc.index(mutation_check.END)
+                + len(mutation_check.END)]
+    assert block == mutation_check.listing(), \
+        "run: .venv/bin/python scripts/mutation_check.py --write-docs"
+    rows = [line for line in block.splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0][2:] for row in rows] == [b.name for b in
+                                                          mutation_check.BREAKAGES]

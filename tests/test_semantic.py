@@ -107,7 +107,6 @@ def test_fusion_normalises_each_side_over_the_union():
 
 
 def test_chunks_are_paragraphs_packed_to_three_lines():
-    assert semantic.CHUNK_LINES == 3  # the figures below follow from it
     text = "one\ntwo\n\nthree\n\nfour\n\n" + "\n".join(f"line {n}" for n in range(8))
     pieces = semantic.chunks("Title", text)
     # Short paragraphs are packed while they fit; a long one is cut into windows.

@@ -82,7 +82,8 @@ def remote_paths(remote: Path) -> list[str]:
 
 @pytest.fixture
 def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
-    """A bare remote, forest A synced to it with one fact, and B cloned and synced."""
+    """A bare remote, forest A synced to it with one fact, and B cloned (umask 022) and
+    synced."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     a, b = tmp_path / "A", tmp_path / "B"
@@ -91,7 +92,11 @@ def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, P
     remember(a, content="The greenhouse pump valve is painted blue.", title="Pump valve")
     first = sync(a, init=str(remote))
     assert first["ok"] and first["created"] and first["pushed"], first
-    git(tmp_path, "clone", "-q", str(remote), str(b))
+    # A terminal's umask, not this process's: under 077 git would write private files
+    # itself and sync's mode restoration would go untested.
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True,
+                   capture_output=True, umask=0o022)
+    assert stat.S_IMODE(os.stat(b / "04 stm").st_mode) == 0o755
     machine(monkeypatch, "beta")
     cloned = sync(b)
     assert cloned["ok"], cloned

@@ -98,6 +98,21 @@ def test_a_first_push_scans_hand_commits(tmp_path, kind) -> None:
     assert remote_refs(remote) == ""
 
 
+def test_a_later_push_scans_a_hand_commit(pushed) -> None:
+    """The working tree is clean: only the scan of unpushed commits can see the token."""
+    remote, root = pushed
+    before = remote_refs(remote)
+    (root / LEAF).write_text(LINE)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "by hand")
+    hand = git(root, "rev-parse", "HEAD")
+    error = refused("sync", root)
+    assert [(f["path"], f["rule"], f["commit"]) for f in error["details"]["findings"]] == [
+        (LEAF, "github_token", hand)]
+    assert error["details"]["reset_to"] == git(remote, "rev-parse", "HEAD")
+    assert remote_refs(remote) == before
+
+
 def test_binary_content_is_refused_in_the_tree_and_in_a_commit(pushed) -> None:
     remote, root = pushed
     before = remote_refs(remote)
