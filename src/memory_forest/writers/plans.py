@@ -24,8 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import ForestError
 from ..jsonio import load_object
 from ..queryplan import exact_integer_version
+from ..routes import parse_route
+from ..safety import read_caller_file
 from .capture import EVENT_ID
+from .markdown import check_linkable, check_title
 from .receipts import TRANSACTION_ID
+from .redact import find_secret, redact_value
 
 MAX_PLAN_BYTES = 4 * 1024 * 1024
 MAX_TEXT = 256 * 1024
@@ -253,8 +257,6 @@ SCHEMA_FILES = {
 
 
 def load(kind: str, source: str) -> Any:
-    from ..safety import read_caller_file
-
     return parse(kind, read_caller_file(source, MAX_PLAN_BYTES, "plan"))
 
 
@@ -270,8 +272,6 @@ def redact_text(plan: BaseModel) -> dict[str, int]:
     For plans whose every prose field is stored (Daily, Structured Sweep); the
     promotion plan's titles are stored only for what is new, so ``promote``
     redacts them one by one."""
-    from .redact import redact_value
-
     counts: dict[str, int] = {}
 
     def walk(model: BaseModel) -> None:
@@ -354,8 +354,6 @@ def _check_text(data: Any, loc: str = "") -> None:
 
 
 def _check_segments(pairs: list[tuple[str, str, str]]) -> None:
-    from .markdown import check_linkable
-
     for value, what, loc in pairs:
         try:
             check_linkable(value, what)
@@ -364,8 +362,6 @@ def _check_segments(pairs: list[tuple[str, str, str]]) -> None:
 
 
 def _check_titles(pairs: list[tuple[str | None, str]]) -> None:
-    from .markdown import check_title
-
     for value, loc in pairs:
         if value is not None:
             try:
@@ -389,7 +385,6 @@ def _check_daily(plan: DailyPlan) -> None:
         raise reject("plan_bad_date", "date is not a calendar date", "date") from None
     _unique([entry.entry_id for entry in plan.entries], "plan_duplicate_entry_id", "entry_id",
             "entries")
-    from .redact import find_secret
 
     for number, entry in enumerate(plan.entries):
         if not entry.summary.strip():
@@ -439,8 +434,6 @@ def _check_structured(plan: StructuredSweepPlan) -> None:
 
 
 def _check_proposal(plan: Proposal) -> None:
-    from ..routes import parse_route
-
     promotions = [(item.source, item.placement, f"promotions.{number}", "daily")
                   for number, item in enumerate(plan.promotions)]
     entries = [(source, entry.placement, f"days.{day}.entries.{number}", "istm")
