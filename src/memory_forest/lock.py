@@ -284,8 +284,6 @@ _RENAMEAT2: list[Any] = []
 def _renameat2() -> Any:
     if not _RENAMEAT2:
         try:
-            import ctypes
-
             function = ctypes.CDLL(None, use_errno=True).renameat2
             function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
                                  ctypes.c_uint]
