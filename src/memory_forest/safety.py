@@ -185,8 +185,6 @@ def _read_or_issue(fd: int, rel: str, max_bytes: int) -> bytes:
         crash_point(f"read:{rel}")
         return read_bounded(fd, max_bytes)
     except OSError as exc:
-        import errno
-
         name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
         raise ForestError("os_error", f"cannot read file ({name})",
                           {"path": rel, "errno": name}) from None
