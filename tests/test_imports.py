@@ -3,55 +3,36 @@
 Two exceptions, both measured rather than declared: a module the per-turn processes load
 (the gate and `retrieve --json` start every turn, so what they import is paid every turn)
 may defer what the turn does not need, and any module may defer a heavy or optional
-package. What those two processes may load at all is an allow-list below: a new import
-on the per-turn path fails here until it is named.
+package. What those two processes may load at all is an allow-list (in turnimports.py,
+which the journeys share): a new import on the per-turn path fails here until it is named.
 """
 
 from __future__ import annotations
 
-import sys
-
 from turnimports import (
     PACKAGE,
+    TURN_OWN,
     function_level_imports,
     heavy_modules,
     is_heavy,
     module_name,
+    off_the_allow_list,
     resolve,
     turn_modules,
 )
 
-# Everything of ours a turn may load: the CLI's edge, the catalog it dispatches from, the
-# index reader and the route-first retrieval over it. No build, no writer, no renderer.
-TURN_OWN = {
-    "memory_forest", "memory_forest.catalog", "memory_forest.catalog.keeping",
-    "memory_forest.catalog.params", "memory_forest.catalog.reading",
-    "memory_forest.catalog.reviewing", "memory_forest.catalog.writing", "memory_forest.cli",
-    "memory_forest.config", "memory_forest.digest", "memory_forest.edge",
-    "memory_forest.envelope", "memory_forest.errors", "memory_forest.forest",
-    "memory_forest.gate", "memory_forest.hookcontext", "memory_forest.ignore",
-    "memory_forest.indexheal", "memory_forest.indexreader", "memory_forest.issues",
-    "memory_forest.jsonio", "memory_forest.layers", "memory_forest.lockline",
-    "memory_forest.ranking", "memory_forest.retrieve", "memory_forest.routes",
-    "memory_forest.safety", "memory_forest.stamps", "memory_forest.statefiles",
-    "memory_forest.store", "memory_forest.store.lookups", "memory_forest.store.schema",
-    "memory_forest.testhooks", "memory_forest.text", "memory_forest.userconfig",
-}
-# Third-party packages a turn may load: none. The standard library is the whole of it.
-TURN_THIRD_PARTY: set[str] = set()
-# What is there before our first line: the probe itself and setuptools' site hook.
-STARTUP = {"__main__", "_distutils_hack"}
-
 
 def test_what_a_turn_loads_is_on_the_allow_list():
     loaded = turn_modules()
-    own = {name for name in loaded if name.startswith("memory_forest")}
-    assert own <= TURN_OWN, sorted(own - TURN_OWN)
-    third_party = {name.split(".")[0] for name in loaded} - set(sys.stdlib_module_names) \
-        - {"memory_forest"} - STARTUP
-    assert third_party <= TURN_THIRD_PARTY, sorted(third_party)
+    assert not off_the_allow_list(loaded), off_the_allow_list(loaded)
     # the list names what is really loaded, so a module that left the path leaves it too
+    own = {name for name in loaded if name.startswith("memory_forest")}
     assert TURN_OWN <= own, sorted(TURN_OWN - own)
+
+
+def test_the_allow_list_refuses_a_module_it_does_not_name():
+    assert off_the_allow_list({"json", "memory_forest.cli", "memory_forest.index", "rich.table"}) \
+        == ["memory_forest.index", "rich"]
 
 
 def test_function_level_imports_are_only_per_turn_or_heavy():

