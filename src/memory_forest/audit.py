@@ -14,6 +14,7 @@ from .issues import Issue
 from .jsonio import dumps
 from .layers import BY_DIR
 from .routes import Route, link_target, parse_route
+from .safety import read_regular
 from .snapshot import Presence, Snapshot
 
 # Tamper evidence: what no edit of the forest repairs, and no interrupted write causes.
@@ -45,8 +46,6 @@ def chain_issues(snap: Snapshot) -> list[Issue]:
     next file of its chain is then checked within itself only, as its first
     line's predecessor is unknown.
     """
-    from .safety import read_regular
-
     max_bytes = snap.config.limits["max_file_bytes"]
     chains = chain.chains([path.split("/", 1)[1] for path, route in snap.routes.items()
                            if route.layer.key == "istm"])

@@ -13,7 +13,14 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .audit import link_issues
+from .checks import graded, timed
+from .digest import sha256_hex
+from .quarantine import triage
+from .snapshot import survey
 from .store import filerows, statements
+from .text import index_text
+from .validate import document_issues, missing_layers
 
 if TYPE_CHECKING:
 
@@ -79,8 +86,6 @@ class Refreshed:
 def surveyed(forest: Forest, recorder: Recorder | None) -> Snapshot:
     """The walk, with the documents per layer it found counted at once, so a run that stops
     at a later step still reports them."""
-    from .snapshot import survey
-
     snap = survey(forest)
     if recorder is not None:
         recorder.counts = snap.layer_counts()
@@ -116,10 +121,6 @@ def judge(snap: Snapshot, names: Callable[[], list[Issue]], routes: dict[str, Ro
     files exist beyond them; ``names`` gives the case collisions (computed,
     or as the index holds them when no name changed).
     """
-    from .audit import link_issues
-    from .checks import timed
-    from .validate import document_issues, missing_layers
-
     def validate() -> Judged:
         return Judged(sorted(set(snap.issues + missing_layers(snap.dirs))), names(),
                       read_issues + document_issues(facts, routes, present))
@@ -131,24 +132,17 @@ def judge(snap: Snapshot, names: Callable[[], list[Issue]], routes: dict[str, Ro
 
 
 def _graded(found: list[Issue]) -> dict[str, int]:
-    from .checks import graded
-
     return graded(found)
 
 
 def names_digest(snap: Snapshot) -> str:
     """A digest of the directory names: with the files that appeared or went, what tells an
     incremental build whether any name, and so any case collision, changed."""
-    from .digest import sha256_hex
-
     return sha256_hex("\n".join(snap.dirs).encode("utf-8", "surrogateescape"))
 
 
 def refuse_forest_faults(snap: Snapshot) -> None:
     """A missing layer or an unusable root stops a build before it reads a file."""
-    from .quarantine import triage
-    from .validate import missing_layers
-
     triage(snap.issues + missing_layers(snap.dirs), snap.entries)
 
 
@@ -168,15 +162,11 @@ def insert(con: sqlite3.Connection, parsed: Parsed, entry: Entry) -> int:
 
 def fragment_texts(parsed: Parsed) -> list[tuple[Fragment, str]]:
     """Each fragment of a source file with the text it is searched by."""
-    from .text import index_text
-
     return [(fragment, index_text(fragment.text)) for fragment in parsed.fragments]
 
 
 def full_text(parsed: Parsed) -> tuple[str, str, str]:
     """The title, path words and body a document is searched by."""
-    from .text import index_text
-
     return (index_text(parsed.facts.title), index_text(_path_words(parsed.route)),
             index_text(parsed.text))
 
@@ -184,8 +174,6 @@ def full_text(parsed: Parsed) -> tuple[str, str, str]:
 def unread_words(path: str, route: Route | None) -> tuple[str, str, str]:
     """What a left-out file that could not be read is searched by: the words of its name
     (a name that is not UTF-8, kept by the walk as surrogate escapes, by what of it is)."""
-    from .text import index_text
-
     name = _path_words(route) if route else path.rsplit("/", 1)[-1]
     return "", index_text(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")), ""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,7 @@ from pathlib import Path
 from .digest import sha256_hex
 from .errors import ForestError
 from .routes import is_host, parse_route
+from .safety import open_nofollow
 
 FIELD = "prev"
 GENESIS = "0" * 64
@@ -81,8 +83,6 @@ def this_host() -> str:
     machines by it), else the host name."""
     raw = os.environ.get(HOST_ENV)
     if not raw:
-        import socket
-
         raw = socket.gethostname()
     return host_segment(raw)
 
@@ -136,8 +136,6 @@ def tail_line(root: Path, rel: str) -> bytes | None:
     Returns None for a file with no line; raises ``not_regular_file`` for
     anything but a regular file, and the open's own error otherwise.
     """
-    from .safety import open_nofollow
-
     fd = open_nofollow(root, rel, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)

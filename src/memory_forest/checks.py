@@ -16,7 +16,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import audit as audit_rules
+from . import validate as validate_rules
 from .errors import ForestError
+from .issues import summarize
+from .quarantine import for_indexing, triage
+from .snapshot import scan
 
 if TYPE_CHECKING:
     from .forest import Forest
@@ -73,8 +78,6 @@ class Checked:
     def triage(self) -> Triage:
         """What indexing makes of the issues: raises on a forest-level fault, else names
         the files to quarantine (``quarantine.triage``)."""
-        from .quarantine import triage
-
         return triage(self.issues, self.snap.entries, self.snap.unread)
 
 
@@ -82,10 +85,6 @@ def check_forest(forest: Forest, audit: bool = True,
                  recorder: Recorder | None = None) -> Checked:
     """Scan, validate and (unless ``audit`` is false) audit the forest: its links, and its
     provenance (``audit.provenance``), which only a whole-forest check can judge."""
-    from . import audit as audit_rules
-    from . import validate as validate_rules
-    from .snapshot import scan
-
     snap = timed(recorder, "scan", lambda: scan(forest),
                  _scanned)
     if recorder is not None:
@@ -105,7 +104,4 @@ def _scanned(snap: Snapshot) -> dict[str, int]:
 def graded(found: list[Issue]) -> dict[str, int]:
     """A step's counts, graded as indexing grades them (a wide mode is a warning): a timed
     run is one that indexes."""
-    from .issues import summarize
-    from .quarantine import for_indexing
-
     return summarize(for_indexing(found))

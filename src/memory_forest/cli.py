@@ -15,12 +15,22 @@ and ``retrieve`` and ``gate`` import only the retrieval path.
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from . import catalog
+from . import __version__, catalog
 from .catalog import DOCUMENT, FLAG, FLOAT, INT, PATH, PROG, TEXTS, Operation, Param, positionals
+from .edge import emit, present, refuse_undecodable
+from .envelope import failure
+from .errors import ForestError, usage_error
+from .forest import Forest
+from .safety import read_caller_file
+from .statefiles import config_path
+from .userconfig import resolve_root
 
 HELP_FLAGS = ("-h", "--help")
 # Stands for a ROOT the command line left out, until the default root is looked up.
@@ -44,8 +54,6 @@ def main(argv: list[str] | None = None) -> None:
 
 def run(args: list[str]) -> int:
     """Run one command line; the exit code."""
-    from .edge import refuse_undecodable
-
     refused = refuse_undecodable(args)
     if refused is not None:
         return refused
@@ -73,8 +81,6 @@ def _dispatch(args: list[str], json_mode: bool) -> int:
         sys.stderr.write(top_help())
         return 2
     if args[0] == "--version":
-        from . import __version__
-
         print(f"{PROG} {__version__}")
         return 0
     if args[0] in HELP_FLAGS:
@@ -126,8 +132,6 @@ def _before_double_dash(args: list[str]) -> list[str]:
 
 def _parse(operation: Operation, args: list[str]) -> dict[str, Any]:
     """The command line's values, one per parameter (and ``root``), converted to their kinds."""
-    import argparse
-
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> Any:  # argparse would print and exit
             raise UsageError(_sentence(message), operation)
@@ -203,11 +207,6 @@ def _with_root(operation: Operation, args: list[str], wanted: list[Param]) -> li
 
 def _is_forest(word: str) -> bool:
     """Whether a word names an existing forest root (it holds a forest config)."""
-    import os
-    from pathlib import Path
-
-    from .statefiles import config_path
-
     return os.path.isfile(config_path(Path(os.path.expanduser(word))))
 
 
@@ -243,8 +242,6 @@ def _converted(operation: Operation, name: str, value: Any) -> Any:
     if param.kind == FLOAT:
         return _number(float, value, flag, "a number", operation)
     if param.kind == PATH:
-        from pathlib import Path
-
         return Path(value)
     return value
 
@@ -276,8 +273,6 @@ def _sentence(message: str) -> str:
 
 
 def _run(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:
-    from .edge import present
-
     if operation.direct:
         return _run_direct(operation, values, json_mode)
     with _Progress(operation.progress, json_mode) as progress:
@@ -325,18 +320,11 @@ def function_of(operation: Operation) -> Callable[..., Any]:
 
 def _run_direct(operation: Operation, values: dict[str, Any], json_mode: bool) -> int:
     """An operation that prints its own answer (the gate), given the root as a string."""
-    from .errors import ForestError
-
     root = values["root"]
     if root == _LEFT_OUT:
-        from .userconfig import resolve_root
-
         try:
             root = resolve_root(None)
         except ForestError as exc:  # no default root: said like any failure, exit 2
-            from .edge import emit
-            from .envelope import failure
-
             emit(failure(operation.name, exc.to_dict()), json_mode)
             return exc.exit_code
     return operation.function()(root, **_arguments(operation, values))
@@ -346,10 +334,6 @@ def _refuse_root_as_argument(operation: Operation, values: dict[str, Any]) -> No
     """Refuse a line whose one word, taken for the argument after a left-out ROOT, is an
     existing directory: ``retrieve ~/memory`` forgot its question, and searching the
     default root for the words of a path would answer with noise."""
-    import os
-
-    from .errors import usage_error
-
     after = positionals(operation)[1:]
     word = values.get(after[0].name) if len(after) == 1 else None
     if isinstance(word, str) and word.strip() and os.path.isdir(os.path.expanduser(word)):
@@ -361,14 +345,10 @@ def _refuse_root_as_argument(operation: Operation, values: dict[str, Any]) -> No
 
 
 def _root(root: str) -> str:
-    from .userconfig import resolve_root
-
     return resolve_root(None if root == _LEFT_OUT else root)
 
 
 def _open_forest(root: str) -> Any:
-    from .forest import Forest
-
     return Forest.open(root)
 
 
@@ -388,8 +368,6 @@ def _arguments(operation: Operation, values: dict[str, Any]) -> dict[str, Any]:
 
 def _input(operation: Operation, param: Param, values: dict[str, Any]) -> Any:
     """A parameter given inline, from a file, or from stdin (``-``): exactly one of them."""
-    from .errors import usage_error
-
     inline = values.get(param.name) if param.kind != DOCUMENT else None
     source = values.get(param.name) if param.kind == DOCUMENT else None
     mark = values.get(f"{param.name}_stdin")
@@ -409,7 +387,6 @@ def _input(operation: Operation, param: Param, values: dict[str, Any]) -> Any:
         return param.default
     if given[0] is inline:
         return inline
-    from .safety import read_caller_file
 
     raw = read_caller_file(given[0], _constant(param.max_bytes), param.input_code)
     return catalog.resolve(param.reader)(raw)
@@ -472,9 +449,6 @@ class _Progress:
 def _usage_failure(exc: UsageError, json_mode: bool) -> int:
     """A parse error as every other failure: one JSON object, or ``error [usage_error] ...``
     followed by the hint at the command's help."""
-    from .edge import emit
-    from .envelope import failure
-
     name = exc.operation.name if exc.operation else (exc.words or PROG)
     emit(failure(name, {"code": "usage_error", "message": exc.message, "details": {}}),
          json_mode)

@@ -16,6 +16,7 @@ from typing import Any
 from . import catalog
 from .catalog import DOCUMENT, FLAG, PATH, PROG, Operation, Param
 from .catalog.keeping import SHELLS
+from .envelope import result
 from .errors import usage_error
 
 _GLOBAL = ("--json", "--help")  # every command takes these
@@ -25,8 +26,6 @@ _TOP = ("--help", "--version", "--json")  # what the bare program takes before a
 def completion(shell: str) -> dict[str, Any]:
     """The script for ``shell``, in a result like any other: the human rendering prints the
     script alone (for ``source <(...)``), ``--json`` carries it as ``script``."""
-    from .envelope import result
-
     if shell not in SHELLS:
         raise usage_error("shell_unknown", f"no completion for '{shell[:40]}'; use one of: "
                           f"{', '.join(SHELLS)} (memory-forest completion bash)")

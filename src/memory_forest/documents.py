@@ -13,6 +13,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from frontmatter.default_handlers import YAMLHandler
+from markdown_it import MarkdownIt
+
 from .digest import sha256_hex
 from .facts import POINTER, Facts, Fragment, Link, pointers, stem
 from .issues import Issue
@@ -240,15 +243,11 @@ def _is_timestamp(value: Any) -> bool:
 @lru_cache(maxsize=1)
 def _yaml_handler():
     """python-frontmatter's YAML handler: it finds the fences; ``load_yaml`` loads."""
-    from frontmatter.default_handlers import YAMLHandler
-
     return YAMLHandler()
 
 
 @lru_cache(maxsize=1)
 def _markdown():
-    from markdown_it import MarkdownIt
-
     md = MarkdownIt("commonmark")
     # Keep escapes as separate tokens: "\[\[x]]" is text, not a link. Rules that only
     # shape inline rendering (emphasis, links, entities) are off: structure needs headings,

@@ -8,11 +8,13 @@ the same mapping for their own answers.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from .jsonio import is_utf8
+from .envelope import failure, outcome_of
+from .jsonio import dumps, is_utf8
 
 
 def present(operation: str, call: Callable[[], dict[str, Any] | None], json_mode: bool,
@@ -28,8 +30,6 @@ def present(operation: str, call: Callable[[], dict[str, Any] | None], json_mode
     nothing (``serve``, once its client has left) prints nothing. ``style``
     names the ``render`` function that shows the result to a person.
     """
-    from .envelope import outcome_of
-
     outcome, code = outcome_of(operation, call)
     if outcome is not None:
         emit(outcome, json_mode, style)
@@ -47,7 +47,6 @@ def refuse_undecodable(args: list[str]) -> int | None:
     for position, arg in enumerate(args, start=1):
         if is_utf8(arg):
             continue
-        from .envelope import failure
 
         where = _argument_name(args, position)
         emit(failure(_operation(args), {
@@ -86,11 +85,8 @@ _LINE_BREAKS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\x85\u2028\u2029"}
 
 def emit(outcome: dict[str, Any], json_mode: bool, style: str = "generic") -> None:
     if json_mode:
-        from .jsonio import dumps
-
         text = dumps(outcome)
         if not is_utf8(text):  # a path with non-UTF-8 bytes: escape it rather than crash
-            import json
 
             text = json.dumps(outcome, sort_keys=True, separators=(",", ":"))
         sys.stdout.write(text.translate(_LINE_BREAKS) + "\n")

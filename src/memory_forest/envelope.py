@@ -9,10 +9,12 @@ a failure has the same code on every surface.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from typing import Any
 
 from . import SCHEMA_VERSION
+from .errors import ForestError, as_index_error, as_io_error
 
 
 def result(operation: str, ok: bool = True, **fields: Any) -> dict[str, Any]:
@@ -45,8 +47,6 @@ def outcome_of(operation: str, call: Callable[[], dict[str, Any] | None]
 
 def error_of(exc: BaseException) -> tuple[dict[str, Any], int]:
     """The error object and exit code an exception stands for."""
-    from .errors import ForestError, as_index_error, as_io_error
-
     if isinstance(exc, ForestError):
         return exc.to_dict(), exc.exit_code
     if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a stop signal while the lock was held
@@ -64,8 +64,6 @@ def error_of(exc: BaseException) -> tuple[dict[str, Any], int]:
 
 
 def _signal_name(signum: int) -> str:
-    import signal
-
     try:
         return signal.Signals(signum).name
     except ValueError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import sys
 from typing import Any
 
 
@@ -53,8 +55,6 @@ def io_error(exc: OSError) -> ForestError:
     Only the errno's name goes into the details, never ``exc.filename``: that
     is an absolute path, and messages carry root-relative paths only.
     """
-    import errno
-
     name = errno.errorcode.get(exc.errno, "") if isinstance(exc.errno, int) else ""
     hint = _IO_HINTS.get(name, "a filesystem operation failed; run the command again, "
                                "then 'memory-forest doctor ROOT'")
@@ -69,8 +69,6 @@ _SQLITE_ERRNO = {"SQLITE_FULL": "ENOSPC", "SQLITE_IOERR": "EIO", "SQLITE_READONL
 def as_index_error(exc: BaseException) -> ForestError | None:
     """``index_corrupt`` for a SQLite error that is not the disk's: the databases are derived
     state, so one that fails half-way through a query is damaged, and a rebuild heals it."""
-    import sys
-
     sqlite3 = sys.modules.get("sqlite3")  # no SQLite error without the module loaded
     if sqlite3 is None or not isinstance(exc, sqlite3.DatabaseError) or as_io_error(exc):
         return None
@@ -88,7 +86,5 @@ def as_io_error(exc: BaseException) -> ForestError | None:
         return None
     for prefix, errno_name in _SQLITE_ERRNO.items():
         if name.startswith(prefix):
-            import errno
-
             return io_error(OSError(getattr(errno, errno_name), name))
     return None

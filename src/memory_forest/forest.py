@@ -21,8 +21,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .config import Config
+from .config import Config, load_config
 from .indexreader import connect
+from .safety import open_root
 
 
 class Forest:
@@ -38,8 +39,6 @@ class Forest:
     @classmethod
     def open(cls, root: str | os.PathLike[str]) -> Forest:
         """Check the root once (``root_missing``, ``root_symlink``, ...) and return a handle."""
-        from .safety import open_root
-
         return cls(open_root(root))
 
     @classmethod
@@ -51,8 +50,6 @@ class Forest:
     def config(self) -> Config:
         """The forest's ``forest.json``, read on first use (``config_invalid`` if it is bad)."""
         if self._config is None:
-            from .config import load_config
-
             self._config = load_config(self.root)
         return self._config
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -190,8 +191,6 @@ def _feed(stdin: IO[bytes], ids: list[str]) -> None:
 
 def merge_file(base: str, ours: str, theirs: str) -> str | None:
     """``git merge-file``'s three-way merge of three texts; None when it finds a conflict."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="memory-forest-merge-") as scratch:
         names = []
         for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):

@@ -6,8 +6,11 @@ user reads in the terminal and in the docs is one text.
 
 from __future__ import annotations
 
+import textwrap
+
 from . import catalog
 from .catalog import FLAG, ROOT, Operation, Param, positionals
+from .catalog.keeping import GROUPS
 
 WIDTH = 100
 JSON_HELP = "Print one compact JSON object (any position)."
@@ -16,8 +19,6 @@ SUMMARY = ("A verifiable local memory for AI agents: canonical files, a derived 
 
 
 def top_help() -> str:
-    from .catalog.keeping import GROUPS
-
     rows, seen = [], set()
     for operation in catalog.operations():
         word = operation.command[0]
@@ -33,8 +34,6 @@ def top_help() -> str:
 
 
 def group_help(group: str) -> str:
-    from .catalog.keeping import GROUPS
-
     rows = [(operation.command[1], operation.summary) for operation in catalog.operations()
             if operation.command[0] == group and len(operation.command) > 1]
     summary, example = GROUPS[group]
@@ -91,8 +90,6 @@ def _option_row(param: Param) -> list[tuple[str, str]]:
 
 
 def _table(rows: list[tuple[str, str]]) -> str:
-    import textwrap
-
     width = min(max(len(left) for left, _ in rows) + 2, 30)
     lines = []
     for left, right in rows:
@@ -107,8 +104,6 @@ def _table(rows: list[tuple[str, str]]) -> str:
 
 
 def _paragraph(text: str) -> str:
-    import textwrap
-
     return "\n".join(textwrap.wrap(text, WIDTH - 2, initial_indent="  ",
                                    subsequent_indent="  ", break_on_hyphens=False,
                                    break_long_words=False))

@@ -25,6 +25,7 @@ import os
 import shlex
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,12 @@ from typing import Any
 from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest, ForestLike
+from .gate import MESSAGES
+from .hookcontext import MAX_CONTEXT_BYTES, MIN_CONTEXT_BYTES
+from .jsonio import StrictJSONError, loads_strict
+from .safety import FILE_MODE, fsync_dir, write_new_private, write_private
+from .statefiles import index_path
+from .userconfig import resolve_root
 
 EVENT = "UserPromptSubmit"
 TIMEOUT_SECONDS = 30
@@ -72,11 +79,6 @@ def install(client: str, root: ForestLike | None = None,
     Without ``root`` the hook is for the default root (``userconfig``); without
     ``context_bytes`` the gate's default budget applies.
     """
-    from .gate import MESSAGES
-    from .hookcontext import MAX_CONTEXT_BYTES, MIN_CONTEXT_BYTES
-    from .statefiles import index_path
-    from .userconfig import resolve_root
-
     client = _client(client)
     if context_bytes is not None and not MIN_CONTEXT_BYTES <= context_bytes <= MAX_CONTEXT_BYTES:
         # Refused here rather than written: the installed hook would block every turn.
@@ -212,8 +214,6 @@ class _Settings:
 
 def _load(path: Path) -> _Settings | None:
     """The settings file as read, or None when it does not exist yet."""
-    from .jsonio import StrictJSONError, loads_strict
-
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -250,8 +250,6 @@ def _load(path: Path) -> _Settings | None:
 
 def _save(path: Path, old: _Settings | None, new: dict[str, Any], dry_run: bool) -> str | None:
     """Back up the current file (if any), then replace it atomically; return the backup."""
-    from .safety import FILE_MODE, write_private
-
     if dry_run:
         return None
     backup = _backup(path, old.raw) if old is not None else None
@@ -263,10 +261,6 @@ def _save(path: Path, old: _Settings | None, new: dict[str, Any], dry_run: bool)
 
 def _backup(path: Path, data: bytes) -> str:
     """Write the file's bytes as read to a new private sibling; never overwrite a backup."""
-    import time
-
-    from .safety import fsync_dir, write_new_private
-
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for attempt in range(100):
         suffix = f"-{attempt}" if attempt else ""

@@ -41,10 +41,16 @@ from .building import (
     surveyed,
     write_file,
 )
+from .checks import timed
+from .issues import Issue
+from .parsing import parse
+from .quarantine import triage
 from .routes import children_prefix, link_target, parent_of
+from .snapshot import Presence
 from .statefiles import index_path
 from .store import filerows, schema, statements
 from .testhooks import crash_point
+from .validate import casefold_collisions
 
 if TYPE_CHECKING:
     from .building import Progress
@@ -57,12 +63,6 @@ if TYPE_CHECKING:
 def update(forest: Forest, progress: Progress | None = None,
            recorder: Recorder | None = None) -> Refreshed:
     """Bring an existing index of this schema and reader up to date with the disk."""
-    from .checks import timed
-    from .issues import Issue
-    from .quarantine import triage
-    from .snapshot import Presence
-    from .validate import casefold_collisions
-
     root = forest.root
     snap = timed(recorder, "scan", lambda: surveyed(forest, recorder), listed)
     limits, entries = snap.config.limits, snap.entries
@@ -141,8 +141,6 @@ def update(forest: Forest, progress: Progress | None = None,
 
 
 def _parse(root, entries: list[Entry], limits: dict[str, int]) -> dict[str, Parsed]:
-    from .parsing import parse
-
     return {parsed.path: parsed for parsed in parse(root, entries, limits, keep_text=True)}
 
 

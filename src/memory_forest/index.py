@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import indexheal
+from . import indexheal, quarantine
 from .building import (
     READER_VERSION,
     Judged,
@@ -44,12 +44,18 @@ from .building import (
     unread_words,
     write_file,
 )
+from .checks import timed
 from .errors import ForestError
+from .incremental import update
 from .indexreader import connect
-from .safety import FILE_MODE, mkdir_private
+from .parsing import parse
+from .quarantine import keeps_out, left_out
+from .safety import FILE_MODE, Entry, mkdir_private
+from .snapshot import Presence, survey
 from .statefiles import index_path, index_temp_path, state_dir
 from .store import filerows, schema, statements
 from .testhooks import crash_point
+from .validate import casefold_collisions
 
 if TYPE_CHECKING:
     from .checks import Recorder
@@ -100,9 +106,6 @@ def repair(forest: Forest) -> dict[str, Any]:
 
 def state(forest: Forest) -> dict[str, Any]:
     """``absent``, ``current`` or ``stale`` (listing differs), or ``invalid`` with a code."""
-    from .quarantine import left_out
-    from .snapshot import survey
-
     root = forest.root
     if not index_path(root).exists():
         return {"state": "absent"}
@@ -156,8 +159,6 @@ def refresh(forest: Forest, full: bool = False, progress: Progress | None = None
     healed = indexheal.heal(root)
     reason = None if full else _why_not_incremental(root)
     if not full and reason is None:
-        from .incremental import update
-
         done = update(forest, progress, recorder)
     else:
         done = rebuild(forest, progress, recorder)
@@ -195,11 +196,6 @@ def rebuild(forest: Forest, progress: Progress | None = None,
     once, so memory holds the facts of the forest, never its text; the few
     a judgement quarantines are taken out again before the file is published.
     """
-    from . import quarantine
-    from .checks import timed
-    from .snapshot import Presence
-    from .validate import casefold_collisions
-
     root = forest.root
     snap = timed(recorder, "scan", lambda: surveyed(forest, recorder), listed)
     refuse_forest_faults(snap)  # a missing layer is known before anything is read
@@ -248,9 +244,6 @@ class _Read:
 
 
 def _read_all(con: sqlite3.Connection, snap: Snapshot, progress: Progress | None) -> _Read:
-    from .parsing import parse
-    from .quarantine import keeps_out
-
     entries = snap.documents
     read = _Read(len(entries))
     records = parse(snap.root, entries, snap.config.limits, keep_text=True)
@@ -333,9 +326,6 @@ def update_paths(forest: Forest, paths: list[str] | set[str]) -> dict[str, Any]:
     neighbours, so the problem list catches up with what the writer did.
     The limits are the writer's ``Forest``'s, so one write reads its config once.
     """
-    from .parsing import parse
-    from .safety import Entry
-
     started = time.perf_counter()
     root, config = forest.root, forest.config
     counts = {"added": 0, "changed": 0, "deleted": 0, "unchanged": 0}

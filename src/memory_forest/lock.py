@@ -39,6 +39,7 @@ install a handler.
 
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
 import errno
 import json
@@ -267,8 +268,6 @@ def _rename_noreplace(src: Path, dst: Path) -> None:
     """
     renameat2 = _renameat2()
     if renameat2 is not None:
-        import ctypes
-
         if renameat2(-100, os.fsencode(src), -100, os.fsencode(dst), 1) == 0:  # AT_FDCWD
             return
         code = ctypes.get_errno()
@@ -285,8 +284,6 @@ _RENAMEAT2: list[Any] = []
 def _renameat2() -> Any:
     if not _RENAMEAT2:
         try:
-            import ctypes
-
             function = ctypes.CDLL(None, use_errno=True).renameat2
             function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
                                  ctypes.c_uint]

@@ -17,16 +17,25 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any
 
+from . import index, indexreader, lock, semantic
 from .checks import Recorder, elapsed_ms
 from .digest import sha256_hex
-from .errors import ForestError
+from .envelope import result
+from .errors import ForestError, usage_error
 from .forest import Forest, ForestLike
+from .jsonio import dumps
 from .lockline import DEFAULT_WAIT
 from .safety import open_regular, read_regular
+from .snapshot import refuse_non_forest
+from .store import filerows
+from .sync import under_lock
+from .writers import journal
+from .writers.consolidate import propose
 
 SAMPLE_SIZE = 8
 LOG_MAX_BYTES = 1024 * 1024
@@ -38,12 +47,8 @@ def maintain(forest: ForestLike, verify_all: bool = False,
              log: str | Path | None = None, consolidate: bool = False,
              sync: bool = False, semantic_budget: str | None = None,
              wait: float = DEFAULT_WAIT) -> dict[str, Any]:
-    from . import lock
-    from .envelope import result
-
     lock.check_wait(wait)
     budget = None if semantic_budget is None else parse_budget(semantic_budget)
-    from .snapshot import refuse_non_forest
 
     forest = Forest.of(forest)
     root = forest.root
@@ -92,9 +97,6 @@ class _Run(Recorder):
 
 
 def _checked_run(forest: Forest, run: _Run, verify_all: bool) -> dict[str, Any]:
-    from . import index
-    from .writers import journal
-
     run.step("journal", lambda: journal.recover(forest), _recovered)
     done = index.refresh(forest, recorder=run)  # a forest-level fault raises here
     triage = done.triage
@@ -133,13 +135,9 @@ def _interrupted(exc) -> dict[str, Any]:
 
 def parse_budget(text: str) -> float:
     """``--semantic-budget``: seconds, as ``60``, ``60s`` or ``2m`` (at most a day)."""
-    import re
-
     match = re.fullmatch(r"\s*(\d{1,6}(?:\.\d+)?)\s*([sm]?)\s*", text or "")
     seconds = float(match.group(1)) * (60 if match.group(2) == "m" else 1) if match else -1
     if not 0 < seconds <= 86_400:
-        from .errors import usage_error
-
         raise usage_error("semantic_budget_invalid", "the semantic budget must be a time "
                           "such as 60s or 2m (more than 0, at most a day)")
     return seconds
@@ -149,8 +147,6 @@ def _embed(forest: Forest, run: _Run, budget: float) -> None:
     """Embed the documents that have no vectors yet, within the budget, when semantic
     ranking is on for the forest. A missing extra is reported in the step and the run goes
     on: the index, which retrieval needs, is already built."""
-    from . import semantic
-
     try:
         run.step("semantic", lambda: semantic.embed(forest, budget=budget), _embedded)
     except ForestError as exc:
@@ -167,8 +163,6 @@ def _embedded(done: dict[str, Any]) -> dict[str, Any]:
 
 def _consolidate(forest: Forest) -> dict[str, Any]:
     """A proposal for what nothing has filed yet, made under this run's lock."""
-    from .writers.consolidate import propose
-
     with Forest(forest.root) as fresh:  # the check rebuilt the index: read the new one
         return propose(fresh)
 
@@ -183,8 +177,6 @@ def _proposed(made: dict[str, Any]) -> dict[str, Any]:
 
 def _sync(forest: Forest) -> dict[str, Any]:
     """Commit, merge and push through git, under this run's lock (docs/sync.md)."""
-    from .sync import under_lock
-
     return under_lock(forest)
 
 
@@ -210,9 +202,6 @@ def _verify(forest: Forest, expected: set[str], verify_all: bool) -> dict[str, A
 
     ``expected`` are the paths that should have rows: the documents not quarantined.
     """
-    from . import indexreader
-    from .store import filerows
-
     root = forest.root
     con = indexreader.connect(root)  # the index this run just built, not the handle's
     with con:
@@ -237,8 +226,6 @@ def append_log(path: Path, summary: dict[str, Any]) -> None:
     The line keeps times, outcome and counts only: no memory text, no issue
     list and no absolute path.
     """
-    from .jsonio import dumps
-
     line = dumps({
         "started_at": summary["started_at"], "ok": summary["ok"],
         "code": summary.get("error", {}).get("code"), "duration_ms": summary["duration_ms"],

@@ -42,12 +42,15 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from . import __version__, catalog
 from .catalog import FLAG, FLOAT, INT, TEXT, TEXTS, Operation, Param
+from .envelope import failure, outcome_of
 from .errors import ForestError
 from .forest import Forest, ForestLike
+from .jsonio import StrictJSONError, check_value, dumps
+from .mcp_frames import stdio, tool_error
 
 SERVER_NAME = "memory-forest"
 INSTALL_HINT = "pip install -e '.[mcp]' (in the memory-forest clone's folder)"
@@ -105,8 +108,6 @@ def arguments_model(operation: Operation) -> Any:
 
 
 def _field(param: Param) -> tuple[Any, Any]:
-    from typing import Annotated
-
     from pydantic import Field, PlainValidator
 
     python_type = {TEXT: str, INT: int, FLOAT: float, FLAG: bool, TEXTS: list[str]}.get(
@@ -133,10 +134,6 @@ def _field(param: Param) -> tuple[Any, Any]:
 def call(root: Path, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """Run one tool call; the result dict, or a failure dict with a stable code."""
     from pydantic import ValidationError
-
-    from .envelope import failure, outcome_of
-    from .forest import Forest
-    from .jsonio import StrictJSONError, check_value
 
     operation = {op.name: op for op in catalog.tools()}.get(name)
     if operation is None:
@@ -188,8 +185,6 @@ def serve(forest: ForestLike) -> None:
 async def _serve(root: Path) -> None:
     from mcp.shared.message import SessionMessage
 
-    from .jsonio import dumps
-    from .mcp_frames import stdio, tool_error
 
     anyio, types, server_class = _sdk()
     published = tools()

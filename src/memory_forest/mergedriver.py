@@ -35,6 +35,16 @@ from __future__ import annotations
 import re
 import sys
 
+from .gitrepo import merge_file
+from .writers.markdown import (
+    add_child_link,
+    body_of,
+    edit_frontmatter,
+    headings,
+    metadata,
+    replace_body,
+)
+
 DRIVERS = {"daily": "memory-forest-daily", "record": "memory-forest-record"}
 # The marker line of a Daily entry ``sync`` kept as the other side's version of an entry.
 CONFLICT_OF = "Conflict of: "
@@ -62,8 +72,6 @@ def daily_conflict_entries(ours: str, theirs: str, tag: str) -> tuple[str, list[
 
 def _merge_entries(ours: str, theirs: str, tag: str | None
                    ) -> tuple[str, list[str]] | None:
-    from .writers.markdown import body_of, edit_frontmatter, headings, metadata, replace_body
-
     head_ours, sections_ours = _sections(body_of(ours), headings)
     _, sections_theirs = _sections(body_of(theirs), headings)
     if sections_ours is None or sections_theirs is None:
@@ -111,9 +119,6 @@ def _sections(body: str, headings) -> tuple[str, dict[str, str] | None]:
 
 def merge_record(base: str, ours: str, theirs: str) -> str | None:
     """Ours and theirs merged as described above, or None for a real conflict."""
-    from .gitrepo import merge_file
-    from .writers.markdown import add_child_link, metadata
-
     stamps = [str(metadata(text).get("updated") or "") for text in (ours, theirs)]
     later = max(stamps)
     if later:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import ForestError
 from .forest import Forest
+from .quarantine import MODE_CODES
 from .safety import DIR_MODE, FILE_MODE, open_nofollow, walk
 
 MAX_LISTED_MODES = 200  # sync lists what it changed, briefly
@@ -30,8 +31,6 @@ def repair_modes(forest: Forest) -> dict[str, Any]:
     the walk is refused, never followed. ``modes`` lists each change;
     ``modes_failed`` what could not be opened (a file with no read permission).
     """
-    from .quarantine import MODE_CODES
-
     root = forest.root
     try:
         listing = walk(root, forest.limits)

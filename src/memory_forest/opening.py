@@ -7,13 +7,18 @@ file's current bytes, saying whether they still match the index.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from .digest import sha256_hex
+from .documents import split_frontmatter
+from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest, ForestLike, opened
 from .layers import layer_for
 from .retrieve import node_of, verify_nodes
+from .routes import parse_route
+from .safety import read_regular
 from .store import lookups
 from .store.lookups import DocRow
 
@@ -38,8 +43,6 @@ def open_document(forest: ForestLike, path: str, allow_source_layers: bool = Fal
     returned with ``indexed: false``. A name with no file fails with
     ``not_found``.
     """
-    from .envelope import result
-
     with opened(forest) as forest:
         path, row = _resolve(forest, path)
         layer = layer_for(path.split("/", 1)[0])
@@ -53,7 +56,6 @@ def open_document(forest: ForestLike, path: str, allow_source_layers: bool = Fal
         node = node_of(row)
         data = verify_nodes(forest, [node]).get(path)
         if data is None:  # gone or unreadable since indexing: nothing current to return
-            from .safety import read_regular
 
             read_regular(forest.root, path, forest.limits["max_file_bytes"])  # its own code
     return result("open", **node, body=data.decode("utf-8", errors="replace"),
@@ -66,10 +68,6 @@ def _resolve(forest: Forest, name: str) -> tuple[str, DocRow | None]:
     The extension is added only to a name that has none (``x.MD`` stays the
     mistake it is), and a name is taken as an id only when it has no ``/``.
     """
-    import os
-
-    from .routes import parse_route
-
     con, root = forest.reader(), forest.root
     candidates = [name]
     if not name.lower().endswith(_EXTENSIONS):
@@ -98,10 +96,6 @@ def _resolve(forest: Forest, name: str) -> tuple[str, DocRow | None]:
 
 def _unindexed(forest: Forest, path: str) -> dict[str, Any]:
     """Metadata and current body of a canonical file the index does not hold."""
-    import os
-
-    from .safety import read_regular
-
     data = read_regular(forest.root, path, forest.limits["max_file_bytes"])  # not_found if absent
     text = data.decode("utf-8", errors="replace")
     meta = _frontmatter(text)
@@ -123,7 +117,6 @@ def _frontmatter(text: str) -> dict[str, Any]:
     """Best-effort frontmatter of a file that may be unindexed for a bad one."""
     if not text.startswith(("---", "\ufeff---")):
         return {}
-    from .documents import split_frontmatter
 
     try:
         return split_frontmatter(text)[0]

@@ -7,16 +7,36 @@ edges' business (``cli``, ``mcp``, ``gate``).
 
 from __future__ import annotations
 
+import json
 import os
+import platform
+import shutil
+import sqlite3
 import stat
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import __version__, chain, gitrepo, indexheal, journalrepair, lock, statedebris, syncsafety
+from .checks import check_forest
+from .config import new_config_bytes
 from .envelope import result
-from .errors import ForestError
+from .errors import ForestError, usage_error
 from .forest import Forest, ForestLike, opened
+from .index import build, repair, state
 from .issues import has_errors, summarize
+from .layers import LAYERS
 from .lockline import DEFAULT_WAIT
+from .modes import repair_modes
+from .routes import CONFLICT_COPY, CONFLICT_TAG
+from .safety import makedirs_private, mkdir_private, read_regular, walk, write_private
+from .semantic import coverage, embed
+from .semantic_state import damaged, heal
+from .snapshot import listed_per_layer, refuse_non_forest
+from .statefiles import config_path, state_dir
+from .store import schema
+from .writers import journal
+from .writers.remember import create_inbox
 
 if TYPE_CHECKING:
     from .checks import Checked
@@ -33,11 +53,6 @@ def init(target: str | Path, example: bool = False, inbox: bool = False) -> dict
     the index, as any first write does). Without it ``remember`` creates them when it first
     needs them, so a new forest holds nothing its owner did not ask for.
     """
-    from .config import new_config_bytes
-    from .layers import LAYERS
-    from .safety import mkdir_private, write_private
-    from .statefiles import config_path, state_dir
-
     target = Path(os.path.abspath(os.fspath(target)))
     _check_init_target(target)
     # Build next to the target, then rename: the forest appears whole or not at all.
@@ -53,13 +68,9 @@ def init(target: str | Path, example: bool = False, inbox: bool = False) -> dict
             raise ForestError("init_target_exists", "the target appeared while init was running")
         os.rename(staging, target)
     except BaseException:
-        import shutil
-
         shutil.rmtree(staging, ignore_errors=True)
         raise
     if inbox:
-        from .writers.remember import create_inbox
-
         with opened(target) as forest:
             receipt = create_inbox(forest)
         written += [item["path"] for item in receipt["touched"]]
@@ -83,9 +94,7 @@ def _check_init_target(target: Path) -> None:
 
 def example_files() -> dict[str, bytes]:
     """The packaged synthetic example forest, by relative path."""
-    from importlib.resources import files
-
-    base = files("memory_forest") / "example"
+    base = resources.files("memory_forest") / "example"
     found: dict[str, bytes] = {}
     stack = [(base, "")]
     while stack:
@@ -100,8 +109,6 @@ def example_files() -> dict[str, bytes]:
 
 
 def _write_example(staging: Path) -> list[str]:
-    from .safety import makedirs_private, write_private
-
     contents = example_files()
     for rel, data in contents.items():
         makedirs_private(staging, rel.rsplit("/", 1)[0])
@@ -113,15 +120,11 @@ def _write_example(staging: Path) -> list[str]:
 
 
 def validate(root: ForestLike) -> dict[str, Any]:
-    from .checks import check_forest
-
     with opened(root) as forest:
         return _report("validate", check_forest(forest, audit=False))
 
 
 def audit(root: ForestLike) -> dict[str, Any]:
-    from .checks import check_forest
-
     with opened(root) as forest:
         return _report("audit", check_forest(forest))
 
@@ -159,23 +162,17 @@ def index(forest: ForestLike, full: bool = False, progress: Any = None,
     wait for it, and what it writes is only the vectors file. A plain
     ``index`` never embeds (``maintain --semantic-budget`` does, bounded).
     """
-    from . import index as forest_index
-    from . import lock
-    from .snapshot import refuse_non_forest
-
     with opened(forest) as forest:
         refuse_non_forest(forest.root)  # before the lock, which is written beside the root
         with lock.held(forest.root, "index --full" if full else "index", wait=wait):
-            summary = forest_index.build(forest, full=full, progress=progress)
+            summary = build(forest, full=full, progress=progress)
         forest.forget_index()  # a full build replaced the file the handle may have open
         if semantic:
-            from . import semantic as dense
-
             embedding = None if progress is None else _phase(progress, "embedding")
             # Outside the lock, but a stop signal still ends it as one 'interrupted' object;
             # each committed batch stays (the next run embeds only the rest).
             with lock.interruptible():
-                summary["semantic"] = dense.embed(forest, enable=True, progress=embedding)
+                summary["semantic"] = embed(forest, enable=True, progress=embedding)
     return result("index", **summary)
 
 
@@ -190,9 +187,6 @@ def _phase(progress: Any, label: str) -> Any:
 
 def unlock(forest: ForestLike, stale: bool = False) -> dict[str, Any]:
     """Remove a stale lock; a live one, or a call without ``stale``, is refused."""
-    from . import lock
-    from .errors import usage_error
-
     if not stale:
         raise usage_error("unlock_requires_stale",
                           "unlock only removes a stale lock; pass --stale")
@@ -213,10 +207,7 @@ def doctor(forest: ForestLike, repair: bool = False, wait: float = DEFAULT_WAIT,
     recovered fails with ``journal_corrupt``, what it still tells and the next
     step: ``restore_journal`` or ``set_aside_journal`` (see ``journalrepair``).
     """
-    from . import lock as locking
-    from .errors import usage_error
-
-    locking.check_wait(wait)
+    lock.check_wait(wait)
     if set_aside_journal and not repair:
         raise usage_error("set_aside_requires_repair",
                           "--set-aside-journal only works with --repair")
@@ -233,15 +224,6 @@ def doctor(forest: ForestLike, repair: bool = False, wait: float = DEFAULT_WAIT,
 
 def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
               ) -> dict[str, Any]:
-    import platform
-    import sqlite3
-
-    from . import __version__, gitrepo, indexheal, statedebris, syncsafety
-    from . import lock as locking
-    from .safety import walk
-    from .snapshot import listed_per_layer
-    from .store import schema
-
     root = forest.root
     report: dict[str, Any] = {}
     if repair:
@@ -278,10 +260,9 @@ def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
     # Named before the index state is read: reading it rolls a hot journal back.
     report["damaged"] = [*indexheal.damaged(root), *statedebris.damaged(root)]
     report["index"] = _index_state(forest)
-    report["lock"] = locking.state(root)
+    report["lock"] = lock.state(root)
     report["journal"] = _journal_state(root)
     report["git"] = {"damaged": syncsafety.damaged(root)}
-    from .semantic_state import damaged
 
     report["damaged"] += damaged(root)
     return report
@@ -294,9 +275,6 @@ def _conflict_copies(forest: Forest, files) -> list[str]:
     Only Daily records are read, one per day of the forest, and only the ones that
     hold the tag are parsed.
     """
-    from .routes import CONFLICT_COPY, CONFLICT_TAG
-    from .safety import read_regular
-
     found = []
     for entry in files:
         if CONFLICT_COPY.search(entry.path):
@@ -325,11 +303,6 @@ def _chain_state(forest: Forest, paths: list[str]) -> dict[str, int]:
     their order or presence, so doctor says how many there are. A file that
     cannot be read is counted under ``unreadable`` (validate says why).
     """
-    import json
-
-    from . import chain
-    from .safety import read_regular
-
     prefix = chain.ISTM_DIR + "/"
     names = chain.shard_names([path[len(prefix):] for path in paths if path.startswith(prefix)])
     state = {"files": len(names), "events": 0, "chained": 0, "unchained": 0,
@@ -356,17 +329,13 @@ def _chain_state(forest: Forest, paths: list[str]) -> dict[str, int]:
 
 
 def _repair(forest: Forest, wait: float, way_out: str | None) -> dict[str, Any]:
-    from . import journalrepair, syncsafety
-    from . import lock as locking
-    from .writers import journal
-
     root = forest.root
     # Repair is the operator's explicit step, so it clears a stale lock itself (checked
     # again by unlock_stale); a live lock still fails with lock_held, or waits.
     unlocked = None
-    if locking.state(root)["state"] == "stale":
-        unlocked = locking.unlock_stale(root)
-    with locking.held(root, "doctor --repair", wait=wait):
+    if lock.state(root)["state"] == "stale":
+        unlocked = lock.unlock_stale(root)
+    with lock.held(root, "doctor --repair", wait=wait):
         try:
             recovered = journal.recover(forest) or {"action": "none"}
         except ForestError as exc:
@@ -376,19 +345,13 @@ def _repair(forest: Forest, wait: float, way_out: str | None) -> dict[str, Any]:
                 raise journalrepair.unrecoverable(forest, exc) from None
             recovered = journalrepair.restore(forest, exc) if way_out == "restore" \
                 else journalrepair.set_aside(forest, exc)
-        from . import index, statedebris
-        from .modes import repair_modes
-        from .semantic_state import heal
-
         forest.forget_index()
-        return {"unlocked": unlocked, "journal": recovered, "index": index.repair(forest),
+        return {"unlocked": unlocked, "journal": recovered, "index": repair(forest),
                 "healed": heal(root), "git": syncsafety.repair(root),
                 "removed": statedebris.heal(root), **repair_modes(forest)}
 
 
 def _journal_state(root: Path) -> dict[str, Any]:
-    from .writers import journal
-
     try:
         return journal.describe(root)
     except ForestError as exc:
@@ -396,10 +359,8 @@ def _journal_state(root: Path) -> dict[str, Any]:
 
 
 def _index_state(forest: Forest) -> dict[str, Any]:
-    from . import index as forest_index
-
     try:
-        return forest_index.state(forest)
+        return state(forest)
     except ForestError as exc:
         return {"state": "invalid", "code": exc.code}
 
@@ -422,9 +383,6 @@ def status(forest: ForestLike) -> StatusResult:
     ``--strict`` fails on it), and ``next_step`` says to run ``index``; so do
     quarantined documents, which ``next_step`` counts.
     """
-    from .semantic import coverage
-    from .snapshot import refuse_non_forest
-
     with opened(forest) as forest:
         refuse_non_forest(forest.root)
         report = doctor(forest)

@@ -47,15 +47,22 @@ Nothing here is imported on the per-turn path (``retrieve``, ``gate``), and
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
+import threading
 from collections import deque
 from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from .documents import read_document
 from .errors import ForestError
+from .facts import Facts
 from .issues import WARNING, Issue
 from .routes import Route, parse_route
+from .safety import read_regular
 from .statefiles import STATE_DIR
 
 if TYPE_CHECKING:
@@ -111,9 +118,6 @@ Read = tuple["Facts | None", str, "tuple[Fragment, ...]", "Issue | None"]
 def read_one(root: Path, entry: Entry, limits: dict[str, int], keep_text: bool) -> Read:
     """Read and parse one routed file: (facts, text, fragments, None), or (None, "", (), the
     read's issue). Fragments are text: like the text, only when asked for."""
-    from .documents import read_document
-    from .safety import read_regular
-
     try:
         raw = read_regular(root, entry.path, limits["max_file_bytes"])
     except ForestError as exc:
@@ -170,8 +174,6 @@ def routable(path: str) -> bool:
 
 def _workers(count: int, pool: bool | None) -> int:
     """How many worker processes to read ``count`` files with; 0 for this process."""
-    import threading
-
     cores = os.cpu_count() or 1
     if pool is None:
         pool = count >= POOL_THRESHOLD and cores > 1
@@ -185,6 +187,7 @@ def _workers(count: int, pool: bool | None) -> int:
 def _pooled(root: Path, reads: list[Entry], limits: dict[str, int], keep_text: bool,
             workers: int) -> Iterator[Read]:
     """``read_one`` over ``reads`` on ``workers`` processes, in order, a bounded window ahead."""
+    # The pool costs its import only to a build large enough to fork workers.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -216,8 +219,6 @@ _HELD = ("SIGTERM", "SIGHUP", "SIGINT")
 
 
 def _submit(executor, chunk: list[Entry]):
-    import signal
-
     held = {getattr(signal, name) for name in _HELD}
     before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
@@ -230,8 +231,6 @@ _worker_args: tuple[Path, dict[str, int], bool] | None = None
 
 
 def _start_worker(root: str, limits: dict[str, int], keep_text: bool, caller: int) -> None:
-    import signal
-
     global _worker_args
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller handles Ctrl-C and stops us
     for name in ("SIGTERM", "SIGHUP"):
@@ -249,12 +248,7 @@ def _end_with(caller: int) -> None:
     them close and would wait for work forever. Linux can send it SIGKILL when
     its parent dies; elsewhere the pool's own shutdown is all there is.
     """
-    import signal
-    import sys
-
     if sys.platform.startswith("linux"):
-        import ctypes
-
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != caller:  # the caller died before the request was made
@@ -279,7 +273,5 @@ def _pack(facts: Facts) -> tuple:
 
 
 def _unpacked(packed: list[tuple]) -> Iterator[Read]:
-    from .facts import Facts
-
     for fields, text, fragments, issue in packed:
         yield (None if fields is None else Facts(*fields)), text, fragments, issue

@@ -55,6 +55,7 @@ from .forest import Forest
 from .instances import HONORIFICS, differs, names_same
 from .ranking import INACTIVE, MAX_QUERY_TERMS, chosen_terms, evidence
 from .routes import CONFLICT_COPY, children_prefix, mtm_path, stm_path
+from .semantic import searcher
 from .store import lookups
 from .text import query_terms, slug
 
@@ -239,8 +240,6 @@ def _nearest(forest: Forest, con: sqlite3.Connection,
     """With semantic ranking on, the branch of the branch or leaf nearest to the fact by
     meaning, when it is closer than the nearest null passage by ``DENSE_GAP`` (the model
     vouches for it, ``semantic_null``); None otherwise, or with semantic ranking off."""
-    from .semantic import searcher
-
     dense, _ = searcher(forest)
     if dense is None:
         return None

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ForestError
-from .jsonio import load_object
+from .jsonio import dumps, load_object
 
 MAX_BYTES = 32 * 1024
 DEFAULT_MAX_PROBES = 8
@@ -52,7 +52,6 @@ def from_value(value: object) -> QueryPlan | None:
     """A plan given as a JSON value (a tool argument), parsed like a plan file."""
     if value is None:
         return None
-    from .jsonio import dumps
 
     return parse(dumps(value))
 

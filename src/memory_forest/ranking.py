@@ -11,6 +11,7 @@ On the per-turn path: only sqlite3 and the store's ``lookups`` and ``schema`` at
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from .store import lookups, schema
@@ -111,8 +112,6 @@ def document_frequencies(con: sqlite3.Connection, terms: list[str]) -> dict[str,
 
 
 def _forget_other_index(con: sqlite3.Connection) -> tuple[int, ...]:
-    import os
-
     st = os.stat(schema.database_file(con))
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     if key != _counted_for[0] or len(_counted) > _MAX_COUNTED:

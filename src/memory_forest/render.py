@@ -7,9 +7,11 @@ Where the output goes (a terminal or not) and how rows are laid out is
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from . import render_writes
+from .jsonio import dumps
 from .terminal import (
     CONTROL,
     MAX_LISTED_ISSUES,
@@ -251,8 +253,6 @@ def _unfiled(items: list[Unfiled]) -> None:
                    f"score {item['score']:.3f}[/]")
 def _schedule_print(outcome: dict[str, Any]) -> None:
     """The entry text goes to stdout exactly, so it can be piped; the hints go to stderr."""
-    import sys
-
     entries = outcome["entries"]
     for number, entry in enumerate(entries):
         if len(entries) > 1:  # several files in one stream: say where each one goes
@@ -408,15 +408,11 @@ def _doctor_extra(outcome: dict[str, Any]) -> None:
 
 def _completion(outcome: dict[str, Any]) -> None:
     """The script exactly, so ``source <(memory-forest completion bash)`` loads it."""
-    import sys
-
     sys.stdout.write(outcome["script"])
     sys.stdout.flush()
 
 
 def _generic(outcome: dict[str, Any]) -> None:
-    from .jsonio import dumps
-
     out.print(escape(dumps(outcome)))
 
 

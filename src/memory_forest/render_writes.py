@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .jsonio import dumps
 from .terminal import MAX_LISTED_ISSUES, err, escape, grid, out, problem_line
 
 if TYPE_CHECKING:
@@ -134,8 +135,6 @@ def consolidate(outcome: ConsolidateResult) -> None:
 def _proposal_text(proposal: dict[str, Any]) -> None:
     """A proposal as a reviewer reads it: by day, each entry with its text, its sources and
     the leaf it would go to (with the placement's reason)."""
-    from .jsonio import dumps
-
     def target(placement: dict[str, Any]) -> str:
         leaf = f"04 stm/{placement['tree']}/{placement['branch']}/{placement['leaf']}.md"
         reason = placement["reason"]

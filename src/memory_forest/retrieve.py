@@ -24,6 +24,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .digest import sha256_hex
+from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest, ForestLike, opened
 from .layers import layer_for
@@ -35,7 +36,10 @@ from .ranking import (
     evidence,
     hits,
 )
+from .routes import parent_of
+from .safety import read_regular
 from .stamps import from_ns, seconds, utc_stamp
+from .statefiles import vectors_path
 from .store import lookups
 from .store.lookups import DocRow
 from .text import query_terms
@@ -147,8 +151,6 @@ def node_of(row: DocRow) -> dict[str, Any]:
 def route(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
           layer: list[str] | None = None, strict: bool = False) -> RouteResult:
     """Candidates whose path or title matches: where in the forest to look."""
-    from .envelope import result
-
     terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layer)
     with opened(forest) as forest:
         con = forest.reader()
@@ -164,8 +166,6 @@ def search(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
            layer: list[str] | None = None, include_body: bool = False,
            strict: bool = False) -> SearchResult:
     """Documents whose body matches. Bodies only with ``include_body``: the current bytes."""
-    from .envelope import result
-
     terms, limit, wanted = _checked_query(query), _checked_limit(limit), _layers(layer)
     with opened(forest) as forest:
         con = forest.reader()
@@ -209,8 +209,6 @@ def verify_nodes(forest: Forest, nodes: list[dict[str, Any]], strict: bool = Fal
 
 def _state_of(forest: Forest, path: str, indexed_sha256: str | None,
               strict: bool) -> tuple[dict[str, Any], bytes | None]:
-    from .safety import read_regular
-
     try:
         data = read_regular(forest.root, path, forest.limits["max_file_bytes"])
     except ForestError as exc:
@@ -284,8 +282,6 @@ def retrieve(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
     ranking covered only some documents: the others, not embedded yet, ranked
     by their lexical score alone.
     """
-    from .envelope import result
-
     own = _checked_query(query)
     queries = [own]
     probes = query_plan.probes if query_plan is not None else []
@@ -319,8 +315,6 @@ def retrieve(forest: ForestLike, query: str, limit: int = DEFAULT_LIMIT,
 def _dense(forest: Forest, lexical: bool) -> tuple[Any, str | None]:
     """The forest's dense searcher, or None and why not; ``semantic`` (and numpy with it)
     is imported only when the vectors file exists."""
-    from .statefiles import vectors_path
-
     if lexical:
         return None, "lexical_requested"
     if not os.path.lexists(vectors_path(forest.root)):
@@ -427,8 +421,6 @@ def _tree_of(trail: _Trail) -> str:
 
 def _chain(path: str, known: dict[str, list[str]]) -> list[str]:
     """The root-first ownership chain ending at ``path`` (derived from the route alone)."""
-    from .routes import parent_of
-
     chain = known.get(path)
     if chain is None:
         parent = parent_of(path)

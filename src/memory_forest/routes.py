@@ -7,6 +7,7 @@ writers can say precisely what is wrong.
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 import unicodedata
 from functools import lru_cache
@@ -226,7 +227,6 @@ def is_host(text: str) -> bool:
 def _is_date(text: str) -> bool:
     if not _DATE.fullmatch(text):
         return False
-    import datetime as _dt
 
     try:
         _dt.date.fromisoformat(text)

@@ -14,6 +14,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+import yaml
+
 MAX_REASON_CHARS = 80  # a YAML problem phrase is short; a longer one quotes the document
 
 
@@ -44,8 +46,6 @@ def load_yaml(text: str, lines_before: int = 0) -> Any:
     ``lines_before`` is the number of file lines above ``text``, so reasons
     name the file's line.
     """
-    import yaml
-
     loader = _yaml_loader()
     try:
         _check_events(yaml.parse(text, Loader=loader), lines_before)
@@ -66,8 +66,6 @@ _NON_FINITE = re.compile(r"[-+]?\.(?:inf|Inf|INF|nan|NaN|NAN)")
 def _check_events(events: Any, lines_before: int) -> None:
     """Refuse anchors, aliases, non-JSON tags, deep nesting, non-string keys and non-finite
     numbers, at the event that shows them."""
-    import yaml
-
     resolver = _yaml_resolver()
     # One entry per open collection: for a mapping, whether its next node is a key; for a
     # sequence, None.
@@ -134,14 +132,10 @@ def _yaml_reason(exc: Exception, lines_before: int) -> str:
 @lru_cache(maxsize=1)
 def _yaml_loader():
     """PyYAML's safe loader, on libyaml's C parser when PyYAML has it."""
-    import yaml
-
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @lru_cache(maxsize=1)
 def _yaml_resolver():
     """What type a plain scalar becomes (``3`` an int, ``.inf`` a float), without loading."""
-    import yaml
-
     return yaml.resolver.Resolver()

@@ -7,8 +7,10 @@ rules (no symlink is ever followed, nothing escapes the root, directories are
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import sys
 from pathlib import Path
 from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import NamedTuple
@@ -179,14 +181,10 @@ def _read_or_issue(fd: int, rel: str, max_bytes: int) -> bytes:
     the one file and goes on with the rest of the forest. Tests inject the
     failure with ``MEMORY_FOREST_TEST_FAIL_AT=read:<path>`` (see testhooks).
     """
-    from .testhooks import crash_point
-
     try:
         crash_point(f"read:{rel}")
         return read_bounded(fd, max_bytes)
     except OSError as exc:
-        import errno
-
         name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
         raise ForestError("os_error", f"cannot read file ({name})",
                           {"path": rel, "errno": name}) from None
@@ -213,9 +211,6 @@ def read_caller_file(source: str, max_bytes: int, prefix: str, exit_code: int = 
     own code, ``<prefix>_unreadable``, ``_symlink``, ``_not_regular_file``
     or ``_too_large``.
     """
-    import errno
-    import sys
-
     def reject(kind: str, message: str) -> ForestError:
         return ForestError(f"{prefix}_{kind}", message, exit_code=exit_code)
 
@@ -318,8 +313,6 @@ def _missing(rel: str) -> ForestError:
 
 
 def _unsafe(rel: str, exc: OSError) -> ForestError:
-    import errno
-
     if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
         return ForestError("symlink", "a symlink is in the way; refusing to follow it",
                            {"path": rel})

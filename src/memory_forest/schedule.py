@@ -19,11 +19,18 @@ import shlex
 import shutil
 import sys
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape
 
 from .catalog import PROG, by_name
+from .envelope import result
 from .errors import ForestError, usage_error
+from .forest import Forest
+from .maintain import parse_budget
+from .statefiles import STATE_DIR
+from .userconfig import resolve_root
 
 TEMPLATE_PACKAGE_DIR = "automation_templates"
 PLACEHOLDERS = ("MEMORY_FOREST_BIN", "FOREST_ROOT", "RUN_LOG", "MAINTAIN_OPTIONS")
@@ -80,8 +87,6 @@ def template_names() -> list[str]:
 
 def template_text(name: str) -> str:
     """The packaged template, placeholders and all."""
-    from importlib.resources import files
-
     if name not in template_names():
         raise ForestError("template_unknown", "no such automation template", {"name": name})
     try:
@@ -119,10 +124,6 @@ def print_entry(
     PATH. ``log`` defaults to
     ``<ROOT>.maintenance.jsonl``, next to the forest like its lock.
     """
-    from .envelope import result
-    from .forest import Forest
-    from .userconfig import resolve_root
-
     if scheduler not in SCHEDULERS:
         raise usage_error(
             "scheduler_unknown",
@@ -137,8 +138,6 @@ def print_entry(
     for name, value in values.items():
         _check_value(name, value)
     if semantic_budget is not None:
-        from .maintain import parse_budget
-
         parse_budget(semantic_budget)
     options = maintain_options({"consolidate": consolidate, "sync": sync,
                                 "semantic_budget": semantic_budget})
@@ -238,7 +237,6 @@ def _log(root: Path, log_path: str | os.PathLike[str] | None) -> Path:
     if log_path is None:
         return root.with_name(root.name + LOG_SUFFIX)
     log = Path(os.path.abspath(os.fspath(log_path)))
-    from .statefiles import STATE_DIR
 
     inside = log == root or root in log.parents
     if inside and (root / STATE_DIR) not in log.parents:
@@ -272,8 +270,6 @@ def _cron(value: str) -> str:
 
 
 def _launchd(value: str) -> str:
-    from xml.sax.saxutils import escape
-
     return escape(value)
 
 

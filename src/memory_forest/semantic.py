@@ -28,13 +28,20 @@ there too, never in a canonical file.
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import semantic_cache, semantic_null, semantic_state
+from . import indexreader, semantic_cache, semantic_null, semantic_state
 from .errors import ForestError
-from .semantic_model import Model, model, stat_stamp, stats
+from .parsing import read_one
+from .routes import parse_route
+from .safety import Entry
+from .semantic_model import Model, model, stat_stamp, stats, unavailable
+from .statefiles import vectors_path
+from .store import lookups, vectorfile
+from .testhooks import crash_point
 
 if TYPE_CHECKING:
     import sqlite3
@@ -122,8 +129,6 @@ def _cut(text: str, room: int) -> list[str]:
 
 
 def _vectors_file(root: Path) -> Path:
-    from .statefiles import vectors_path
-
     return vectors_path(root)
 
 
@@ -131,10 +136,6 @@ def enabled(root: Path) -> bool:
     """Whether ``index --semantic`` turned semantic ranking on for this forest. A vectors
     file that cannot be read says yes: it only exists once ranking was turned on, and
     saying so lets the next writer rebuild it (``semantic_state.heal``)."""
-    import sqlite3
-
-    from .store import vectorfile
-
     path = _vectors_file(root)
     try:
         if not semantic_state.vectors_present(root):
@@ -160,13 +161,6 @@ def embed(forest: Forest, enable: bool = False, budget: float | None = None,
     document holds any more are dropped. A file that changed since it was
     indexed is skipped: its vectors follow its next ``index``.
     """
-    from . import indexreader
-    from .parsing import read_one
-    from .routes import parse_route
-    from .safety import Entry
-    from .store import vectorfile
-    from .testhooks import crash_point
-
     started = time.monotonic()
     root = forest.root
     if not enable and not enabled(root):
@@ -245,8 +239,6 @@ def embed(forest: Forest, enable: bool = False, budget: float | None = None,
 
 def _new_generation(vectors: sqlite3.Connection) -> None:
     """Mark a write to the vectors (in its transaction): the matrix cache is now stale."""
-    from .store import vectorfile
-
     vectorfile.set_vectors_meta(vectors, GENERATION_KEY, os.urandom(8).hex())
 
 
@@ -261,11 +253,6 @@ def coverage(forest: Forest) -> dict[str, Any]:
     until ``index --semantic`` rebuilds them); ``partial`` while some documents have no
     vectors (they rank lexically until embedded); else ``ready``.
     """
-    import sqlite3
-
-    from .semantic_model import unavailable
-    from .store import vectorfile
-
     root = forest.root
     if not enabled(root):
         return {"enabled": False, "documents": 0, "embeddable": None, "state": "off"}
@@ -330,8 +317,6 @@ class Searcher:
         """Whether some indexed document that could have vectors has none yet: it ranks by
         its lexical score alone (``fuse``) until it is embedded. Checked against the hashes
         in memory (9 ms at 10,000 documents; a join with the vectors file took 50)."""
-        from .store import vectorfile
-
         return any(sha not in self.position for _, sha in vectorfile.embeddable(con, LAYERS))
 
     def fused(self, con: sqlite3.Connection, text: str, lexical: dict[str, list],
@@ -363,7 +348,6 @@ class Searcher:
         holds are passed over."""
         import numpy as np
 
-        from .store import lookups
 
         order = np.argsort(-pooled, kind="stable")
         found: list[tuple[Any, float]] = []
@@ -424,8 +408,6 @@ def searcher(forest: Forest) -> tuple[Searcher | None, str | None]:
     when it is usable and of the vectors file's generation, else from the file
     itself (slower, same result).
     """
-    import sqlite3
-
     root = forest.root
     path = _vectors_file(root)
     try:
@@ -452,8 +434,6 @@ def searcher(forest: Forest) -> tuple[Searcher | None, str | None]:
 def _loaded_searcher(forest: Forest, path: Path) -> tuple[Searcher | None, str | None]:
     """``searcher``'s work once the vectors file is known to be a regular file; SQLite's
     and numpy's errors on damaged vectors reach the caller."""
-    from .store import vectorfile
-
     root = forest.root
     con = forest.reader()
     if not vectorfile.attach_vectors(con, os.fspath(path)):

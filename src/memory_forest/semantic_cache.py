@@ -11,11 +11,25 @@ replaces it. Imported only with ``semantic``, so numpy is imported lazily like t
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .semantic_state import CACHE_KEYS, DIMENSIONS, VECTOR_BYTES
+from .safety import FILE_MODE
+from .semantic_state import (
+    CACHE_KEYS,
+    DIMENSIONS,
+    MAX_KEYS_BYTES,
+    VECTOR_BYTES,
+    Invalid,
+    keys_shape,
+    matrix_layout,
+    open_regular,
+    read_regular,
+)
+from .statefiles import state_dir
+from .store import vectorfile
 
 if TYPE_CHECKING:
     import sqlite3
@@ -29,16 +43,12 @@ def matrix_of(blob: bytes) -> Any:
 
 
 def _paths(root: Path, generation: str) -> tuple[Path, Path]:
-    from .statefiles import state_dir
-
     return state_dir(root) / CACHE_KEYS, state_dir(root) / f"vectors.{generation}.npy"
 
 
 def read(root: Path, generation: str | None) -> tuple[list[str], list[int], Any] | None:
     """The cached hashes, chunk counts and matrix of ``generation``; None when there is no
     usable cache of it."""
-    from .semantic_state import MAX_KEYS_BYTES, Invalid, keys_shape, read_regular
-
     if not generation or not generation.isalnum():
         return None
     keys_path, matrix_path = _paths(root, generation)
@@ -63,7 +73,6 @@ def _mapped(path: Path) -> Any:
     (``semantic_state.matrix_layout``)."""
     import numpy as np
 
-    from .semantic_state import matrix_layout, open_regular
 
     with os.fdopen(open_regular(path), "rb") as handle:
         rows, offset = matrix_layout(handle)
@@ -75,13 +84,8 @@ def _mapped(path: Path) -> Any:
 
 def write(root: Path, vectors: sqlite3.Connection, generation: str) -> None:
     """Save the vectors as the matrix cache of ``generation``; older matrices go."""
-    import json
-
     import numpy as np
 
-    from .safety import FILE_MODE
-    from .statefiles import state_dir
-    from .store import vectorfile
 
     hashes, counts, blob = vectorfile.all_vectors(vectors, VECTOR_BYTES)
     keys_path, matrix_path = _paths(root, generation)

@@ -7,6 +7,7 @@ model is asked for.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -148,8 +149,6 @@ def stat_stamp(path: Path) -> str | None:
 
 
 def _sha256_of(path: Path) -> str:
-    import hashlib
-
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

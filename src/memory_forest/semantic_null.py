@@ -28,6 +28,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from .semantic_state import DIMENSIONS
+from .store import vectorfile
 
 if TYPE_CHECKING:
     import sqlite3
@@ -67,8 +68,6 @@ _embedded: list[Any] = []
 
 def missing(vectors: sqlite3.Connection) -> bool:
     """Whether the vectors file lacks this set's vectors (made before it, or by another set)."""
-    from .store import vectorfile
-
     held = vectorfile.vectors_meta(vectors, META_KEY)
     return held is None or not held.startswith(f"{DIGEST}:")
 
@@ -76,8 +75,6 @@ def missing(vectors: sqlite3.Connection) -> bool:
 def save(vectors: sqlite3.Connection, embedder: Any) -> None:
     """Store the null passages' vectors in the vectors file (a writer, in its transaction),
     unless it already holds this set's."""
-    from .store import vectorfile
-
     if missing(vectors):
         matrix = embedder.passages(list(NULL_PASSAGES)).astype("<f2")
         vectorfile.set_vectors_meta(vectors, META_KEY, f"{DIGEST}:{matrix.tobytes().hex()}")
@@ -88,7 +85,6 @@ def load(con: sqlite3.Connection, embedder: Any) -> Any:
     when it holds this set's, else embedded now, once per process."""
     import numpy as np
 
-    from .store import vectorfile
 
     held = vectorfile.vectors_meta(con, META_KEY, "vec") or ""
     digest, _, data = held.partition(":")

@@ -17,14 +17,19 @@ Stdlib only at import: the lexical path imports this module's callers lazily.
 
 from __future__ import annotations
 
+import ast
+import json
 import os
 import shutil
 import sqlite3
+import struct
 from pathlib import Path
 from typing import BinaryIO
 
 from . import safety
+from .safety import FILE_MODE
 from .statefiles import state_dir, state_rel, vectors_path
+from .store import vectorfile
 
 INVALID = "semantic_state_invalid"
 FIX = "memory-forest index ROOT --semantic"
@@ -98,9 +103,6 @@ def matrix_layout(handle: BinaryIO) -> tuple[int, int]:
     1.0 array file of float32 rows of ``DIMENSIONS``, C order, whose length is exactly
     what the header says; ``Invalid`` otherwise. Stdlib only, so ``doctor`` checks it
     without numpy."""
-    import ast
-    import struct
-
     head = handle.read(10)
     if len(head) != 10 or head[:8] != b"\x93NUMPY\x01\x00":
         raise Invalid("the matrix is not a version 1.0 array file")
@@ -126,8 +128,6 @@ def matrix_layout(handle: BinaryIO) -> tuple[int, int]:
 def damaged(root: Path) -> list[dict[str, str]]:
     """Each piece of semantic state that a reader would bypass: its path, the code and the
     command that rebuilds it. Reads only (a hot journal is named, not rolled back)."""
-    from .store import vectorfile
-
     found = []
     path = vectors_path(root)
     try:
@@ -179,8 +179,6 @@ def _cache_entries(root: Path) -> list[Path]:
 def keys_shape(data: bytes) -> tuple[str, list[str], list[int]]:
     """The matrix cache's keys (generation, hashes, chunk counts), or ``Invalid``: one
     hash per count, each count a positive integer."""
-    import json
-
     try:
         keys = json.loads(data)
     except ValueError:
@@ -240,8 +238,6 @@ def _usable(path: Path) -> tuple[str | None, int]:
     """What makes the vectors file unusable (None when nothing does), once a read-write
     open rolled back any hot journal; and how many documents' misshapen vectors it then
     dropped."""
-    from .store import vectorfile
-
     try:
         con = sqlite3.connect(path, timeout=30)
         try:
@@ -255,8 +251,6 @@ def _usable(path: Path) -> tuple[str | None, int]:
 
 def _replace_empty(path: Path) -> None:
     """A new, empty vectors file with semantic ranking on in place of ``path``."""
-    from .store import vectorfile
-
     for target in [path, *(path.with_name(path.name + s) for s in COMPANIONS)]:
         _remove(target)
     con = create(path)
@@ -269,8 +263,6 @@ def _replace_empty(path: Path) -> None:
 
 def _created(path: Path) -> Path:
     """``path``, created private (0600) and empty when it is new."""
-    from .safety import FILE_MODE
-
     if not path.exists():
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
     return path
@@ -278,8 +270,6 @@ def _created(path: Path) -> Path:
 
 def create(path: Path) -> sqlite3.Connection:
     """The vectors file for writing, created private when it is new."""
-    from .store import vectorfile
-
     return vectorfile.open_vectors(os.fspath(_created(path)), create=True)
 
 

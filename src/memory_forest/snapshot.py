@@ -18,7 +18,7 @@ from .errors import ForestError
 from .facts import Facts
 from .issues import WARNING, Issue
 from .layers import BY_DIR, LAYERS
-from .parsing import routable
+from .parsing import parse, routable
 from .routes import Route, parse_route
 from .safety import Entry, Walk, walk
 from .statefiles import CONFIG, STATE_DIR, config_path, state_rel
@@ -118,8 +118,6 @@ def refuse_non_forest(root: Path) -> None:
 def scan(forest: Forest) -> Snapshot:
     """``survey``, then read and parse every document (route and read problems join
     ``issues``; on a pool of processes when there are many)."""
-    from .parsing import parse
-
     snap = survey(forest)
     parsed = parse(snap.root, snap.documents, snap.config.limits)
     try:

@@ -11,21 +11,21 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from . import index
+from .envelope import result
+from .errors import ForestError
 from .forest import Forest, ForestLike
+from .layers import LAYERS
+from .safety import walk
+from .semantic import coverage
+from .snapshot import listed_per_layer, refuse_non_forest
+from .store import filerows, schema
 
 if TYPE_CHECKING:
     from .results import StatsResult
 
 
 def stats(forest: ForestLike) -> StatsResult:
-    from . import index
-    from .envelope import result
-    from .errors import ForestError
-    from .layers import LAYERS
-    from .safety import walk
-    from .snapshot import listed_per_layer, refuse_non_forest
-    from .store import filerows, schema
-
     forest = Forest.of(forest)
     refuse_non_forest(forest.root)
     listing = walk(forest.root, forest.limits)
@@ -44,7 +44,6 @@ def stats(forest: ForestLike) -> StatsResult:
             age = max(0.0, round(time.time() - schema.built_at_ns(con) / 1e9, 3))
     layers = [{"layer": layer.key, "dir": layer.dirname, "files": on_disk.get(layer.dirname, 0),
                "indexed": indexed.get(layer.dirname, 0)} for layer in LAYERS]
-    from .semantic import coverage
 
     return result("stats", layers=layers, files=sum(on_disk.values()),
                   indexed=sum(indexed.values()), index=state["state"],

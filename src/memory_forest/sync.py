@@ -37,19 +37,23 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import publishing, syncconflicts
+from . import gitrepo, lock, publishing, syncconflicts
 from .config import load_config
 from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest, ForestLike
 from .gitrepo import Repo
+from .ignore import GIT_DEBRIS_PATTERNS
 from .lockline import DEFAULT_WAIT
+from .mergedriver import DRIVERS
 from .publishing import Plan, summary
-from .statefiles import CONFIG, state_rel
+from .safety import walk, write_private
+from .statefiles import CONFIG, RECEIPTS, STATE_DIR, index_path, state_dir, state_rel
 from .syncsafety import refuse_index_lock, refuse_unsafe
 from .syncscan import scan
 from .syncsettle import settle
 from .testhooks import crash_point
+from .writers import journal
 
 if TYPE_CHECKING:
     from .results import SyncResult
@@ -73,9 +77,6 @@ GITATTRIBUTES = """\
 
 
 def gitignore() -> str:
-    from .ignore import GIT_DEBRIS_PATTERNS
-    from .statefiles import CONFIG, STATE_DIR, state_rel
-
     return ("# Written by memory-forest sync. Derived state (index, receipts, journal,\n"
             "# proposals) stays on each machine; the forest's config travels with it.\n"
             f"/{STATE_DIR}/*\n!/{state_rel(CONFIG)}\n/.obsidian/\n/.trash/\n"
@@ -86,8 +87,6 @@ def gitignore() -> str:
 def sync(forest: ForestLike, remote: str | None = None, init: str | None = None,
          dry_run: bool = False, allow_secrets: bool = False, wait: float = DEFAULT_WAIT
          ) -> SyncResult:
-    from . import gitrepo, lock
-
     lock.check_wait(wait)
     name = remote or DEFAULT_REMOTE
     if init is not None and not init.strip():
@@ -106,8 +105,6 @@ def sync(forest: ForestLike, remote: str | None = None, init: str | None = None,
 
 def under_lock(forest: Forest, remote: str | None = None) -> dict[str, Any]:
     """One sync under the forest lock the caller already holds (``maintain --sync``)."""
-    from . import gitrepo
-
     gitrepo.executable()
     return _Sync(forest, remote or DEFAULT_REMOTE, False, False,
                  named=remote is not None).run(None)
@@ -127,8 +124,6 @@ class _Sync:
         self.out: dict[str, Any] = {"remote": remote, "dry_run": dry_run, "created": False}
 
     def run(self, init: str | None) -> dict[str, Any]:
-        from .writers import journal
-
         repo, out = self.repo, self.out
         if not self.dry_run:
             recovered = journal.recover(self.forest)
@@ -276,8 +271,6 @@ class _Sync:
         The driver's command names this Python (a clone made on another machine
         has another one), so it is written again before every merge.
         """
-        from .safety import write_private
-
         for name, text in zip(SYNC_FILES, (gitignore(), GITATTRIBUTES), strict=True):
             path = self.root / name
             if os.path.islink(path):
@@ -289,7 +282,6 @@ class _Sync:
                 current = None
             if current != text.encode():
                 write_private(path, text.encode())
-        from .mergedriver import DRIVERS
 
         for kind, name in DRIVERS.items():
             self.repo.config(f"merge.{name}.name", f"memory-forest {kind} merge")
@@ -301,8 +293,6 @@ class _Sync:
 
     def _would_publish_all(self) -> Plan:
         """A forest without a repository: what its first commit would take."""
-        from .safety import walk
-
         listing = walk(self.root, self.forest.limits)
         return publishing.would_publish_all(self.root, listing, self.publish)
 
@@ -450,8 +440,6 @@ class _Sync:
 
 
 def _index_exists(root: Path) -> bool:
-    from .statefiles import index_path
-
     return index_path(root).exists()
 
 
@@ -461,8 +449,6 @@ def commit_message(root: Path, repo: Repo, files: int) -> str:
     Operation names and counts only: a receipt's paths and texts are memory,
     and a commit message is published with the repository.
     """
-    from .statefiles import RECEIPTS, state_dir
-
     since = int(repo.out("log", "-1", "--format=%ct")) if repo.has_commit() else 0
     counts: dict[str, int] = {}
     try:

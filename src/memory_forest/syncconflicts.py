@@ -22,10 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .chain import HOST_FALLBACK, host_segment, this_host
 from .errors import ForestError
 from .gitrepo import FALLBACK_NAME, Repo
 from .layers import LTM_SUFFIX
+from .mergedriver import daily_conflict_entries
 from .publishing import REGULAR_MODES
+from .safety import mkdir_private, write_new_private, write_private
+from .writers.markdown import edit_frontmatter, metadata, render_key
+from .writers.redact import find_secret
 
 HOST_TRAILER = "Memory-Forest-Host"
 UNKNOWN_HOST = "remote"  # their version's machine, when no commit says which it was
@@ -94,8 +99,6 @@ def keep_both(repo: Repo, root: Path, paths: dict[str, Stages], their_ref: str,
 
 def host_trailer() -> str:
     """The trailer of every commit sync makes: the machine whose versions it holds."""
-    from .chain import this_host
-
     return f"{HOST_TRAILER}: {this_host()}"
 
 
@@ -122,9 +125,6 @@ def their_host(repo: Repo, their_ref: str, path: str) -> str:
 
 
 def _segment(raw: str) -> str | None:
-    from .chain import HOST_FALLBACK, host_segment
-    from .writers.redact import find_secret
-
     segment = host_segment(raw)
     if segment == HOST_FALLBACK and raw.strip().lower() != HOST_FALLBACK:
         return None  # nothing of the name survived
@@ -143,8 +143,6 @@ def _moved_aside(repo: Repo, path: str, stages: Stages, their_ref: str) -> bool:
 def _both_changed(path: str, ours: bytes, theirs: bytes, tag: str
                   ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
     """A path both sides changed: what to write (ours' path first) and the report."""
-    from .mergedriver import daily_conflict_entries
-
     if DAILY_RECORD.fullmatch(path):
         try:
             merged = daily_conflict_entries(ours.decode("utf-8"), theirs.decode("utf-8"), tag)
@@ -164,8 +162,6 @@ def _write_resolution(repo: Repo, root: Path, path: str, writes: list[tuple[str,
                       ) -> None:
     """Write ours (or the kept side) over whatever git left at ``path``, markers
     included, and the copy beside it; stage both, or the deletion both sides made."""
-    from .safety import mkdir_private, write_new_private, write_private
-
     if not writes:
         repo.run("rm", "-q", "--sparse", "--cached", "--ignore-unmatch", "--", path)
         return
@@ -207,8 +203,6 @@ def conflict_copy_path(path: str, tag: str) -> str:
 
 def conflict_copy_text(data: bytes, path: str, tag: str) -> str | None:
     """Theirs, with ``conflict_of: <path>`` and an id of its own; None if unreadable."""
-    from .writers.markdown import edit_frontmatter, metadata, render_key
-
     try:
         text = data.decode("utf-8")
         old_id = metadata(text).get("id")

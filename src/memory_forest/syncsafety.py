@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ForestError, as_io_error
-from .gitrepo import TIMEOUT_SECONDS, Repo
+from .gitrepo import TIMEOUT_SECONDS, Repo, executable
 
 MAX_PATHS = 20
 INDEX_LOCK = ".git/index.lock"
@@ -153,8 +153,6 @@ def damaged(root: Path) -> list[dict[str, Any]]:
 
 def _unsafe_remotes(repo: Repo) -> list[dict[str, Any]]:
     """Each fetched remote branch that brings an unsafe path, by the commit that does."""
-    from .gitrepo import executable
-
     executable()
     refs = repo.out("for-each-ref", "--format=%(refname)", "refs/remotes/").split()
     found = []

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import index
 from .errors import ForestError
 from .forest import Forest
 from .gitrepo import Repo
@@ -62,8 +63,6 @@ def _settled(repo: Repo) -> tuple[str, int] | None:
 
 def _index(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The incremental build's report, and its problems as sync reports its checks."""
-    from . import index
-
     try:
         # A handle of its own: the merge may have changed forest.json.
         with Forest.open(root) as forest:

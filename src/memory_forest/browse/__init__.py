@@ -17,18 +17,28 @@ that a killed run left behind is removed by the next run.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
+import tempfile
+import time
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..checks import check_forest
 from ..envelope import result
 from ..errors import ForestError
 from ..forest import Forest, ForestLike
+from ..jsonio import dumps
+from ..safety import makedirs_private, write_private
+from . import pages
+from .graph import graph_data
+from .site import build
 
 ASSETS = ("browse.css", "browse.js")
 MARKER = ".memory-forest-site"
@@ -39,8 +49,6 @@ MAX_MARKER_BYTES = 4096
 
 def browse(forest: ForestLike, out: str | os.PathLike[str]) -> dict[str, Any]:
     """Generate the site for ``forest`` into ``out`` (new or empty)."""
-    from ..checks import check_forest
-
     forest = Forest.of(forest)
     out, state = _check_out(forest.root, out)
     checked = check_forest(forest)
@@ -69,8 +77,6 @@ def browse(forest: ForestLike, out: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _generate(snap: Any, issues: list[Any], out: Path) -> tuple[int, Any]:
-    from .site import build
-
     site = build(snap, issues)
     writer = _Writer(out)
     try:
@@ -82,9 +88,6 @@ def _generate(snap: Any, issues: list[Any], out: Path) -> tuple[int, Any]:
 
 
 def _write_site(site: Any, writer: _Writer) -> None:
-    from . import pages
-    from .graph import graph_data
-
     for name in ASSETS:
         writer.write(f"assets/{name}", (files(__package__) / "assets" / name).read_bytes())
     writer.write(pages.INDEX, pages.index_page(site))
@@ -109,8 +112,6 @@ class _Writer:
     MAX_PENDING = 64
 
     def __init__(self, out: Path) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         self.out = out
         self.dirs: set[str] = {""}
         self.count = 0
@@ -118,8 +119,6 @@ class _Writer:
         self.pending: deque[Future[None]] = deque()
 
     def write(self, rel: str, content: str | bytes) -> None:
-        from ..safety import makedirs_private, write_private
-
         folder = rel.rpartition("/")[0]
         if folder not in self.dirs:
             makedirs_private(self.out, folder)
@@ -187,17 +186,12 @@ def _check_out(root: Path, out: str | os.PathLike[str]) -> tuple[Path, str]:
 
 
 def _marker(forest_id: str | None) -> bytes:
-    from .. import __version__
-    from ..jsonio import dumps
-
     return (dumps({"tool": "memory-forest", "version": __version__,
                    "forest_id": forest_id}) + "\n").encode("utf-8")
 
 
 def _is_site(folder: Path) -> bool:
     """Whether ``folder`` holds a marker that browse wrote (a regular file naming the tool)."""
-    import json
-
     path = folder / MARKER
     try:
         st = os.lstat(path)
@@ -212,10 +206,6 @@ def _is_site(folder: Path) -> bool:
 def _claim_build(out: Path) -> Path:
     """A new private folder beside ``out`` (same parent, so the swap is a rename) that says
     which process builds in it."""
-    import tempfile
-
-    from ..safety import write_private
-
     build = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
     write_private(build / BUILDING, f"{os.getpid()}\n".encode())
     return build
@@ -256,8 +246,6 @@ def _clear_stale_builds(out: Path) -> None:
     done but the old site not yet deleted). Only this user's own folders,
     with exactly the names browse gives them, are touched.
     """
-    import time
-
     prefix = f".{out.name}."
     with os.scandir(out.parent) as entries:
         candidates = [Path(entry.path) for entry in entries

@@ -27,6 +27,9 @@ from functools import lru_cache
 from html import escape
 from typing import Any
 
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
 from ..documents import _WIKILINK, _parse_links
 
 # A resolver maps (target, heading) to an href relative to the current page, or None.
@@ -67,8 +70,6 @@ def event_id(value: str) -> str:
 
 @lru_cache(maxsize=1)
 def _renderer() -> Any:
-    from markdown_it import MarkdownIt
-
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     # Escapes and entities stay separate tokens, as in documents.scan_markdown: "\[\[x]]"
     # is text, never a wikilink.
@@ -133,8 +134,6 @@ def _expand(children: list[Any], resolve: Resolver, state: Any) -> list[Any]:
 
 
 def _split(text: str, resolve: Resolver, state: Any) -> list[Any]:
-    from markdown_it.token import Token
-
     tokens: list[Any] = []
     position = 0
 
@@ -179,8 +178,6 @@ def _split(text: str, resolve: Resolver, state: Any) -> list[Any]:
 def _callout_rule(state: Any) -> None:
     """A block quote whose first line is ``[!type] Title`` becomes a callout: a box with the
     type as its class and the title in its first row. Its body is rendered as any quote's."""
-    from markdown_it.token import Token
-
     tokens = state.tokens
     index = 0
     while index < len(tokens):
@@ -229,8 +226,6 @@ def _leading_text(children: list[Any]) -> int:
 
 
 def _title_tokens(title: str, after: list[Any]) -> list[Any]:
-    from markdown_it.token import Token
-
     text = Token("text", "", 0)
     text.content = title
     return [text, *after] if title else after

@@ -164,6 +164,7 @@ def resolve(reference: str) -> Any:
 
 def operations() -> tuple[Operation, ...]:
     """Every operation, in the order the help and the reference list them."""
+    # Here, not at the top: each family module imports Param and Operation from this package.
     from . import keeping, reading, reviewing, writing
 
     return (*keeping.OPERATIONS, *reading.OPERATIONS, *writing.OPERATIONS, *reviewing.OPERATIONS)

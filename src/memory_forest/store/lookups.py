@@ -16,6 +16,7 @@ import json
 import sqlite3
 from typing import NamedTuple
 
+from ..issues import Issue
 from ..text import TOKENIZER
 from .schema import chunked, path_key, path_text
 
@@ -283,7 +284,6 @@ def left_out_matching(con: sqlite3.Connection, match: str, limit: int) -> list[t
 
 
 def _holding_code(issues: list[list[str]]) -> str:
-    from ..issues import Issue  # only when a left-out file matches, off the usual turn
     from ..quarantine import keeps_out
 
     codes = sorted(issue[1] for issue in issues if keeps_out(Issue(*issue)))

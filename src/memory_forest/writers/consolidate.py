@@ -31,13 +31,24 @@ import re
 import unicodedata
 from typing import Any
 
+from .. import lock
+from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
 from ..forest import Forest, ForestLike, opened
+from ..jsonio import dumps, loads_strict
 from ..lockline import DEFAULT_WAIT
+from ..placement import place
+from ..routes import stm_path
+from ..store import lookups
 from ..text import slug
 from . import inbox, proposals
-from .redact import MARKER_PREFIX
+from .daily import entry_text
+from .markdown import check_linkable, check_title
+from .plans import parse
+from .receipts import now
+from .redact import MARKER_PREFIX, find_secret, redact_text
+from .view import View
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
@@ -51,8 +62,6 @@ FALLBACK_TITLE = "Note"  # a name when the words of the source would carry a cre
 
 def consolidate(forest: ForestLike, limit: int = DEFAULT_LIMIT,
                 wait: float = DEFAULT_WAIT) -> dict[str, Any]:
-    from .. import lock
-
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ForestError("consolidate_limit_invalid", f"--limit is 1 to {MAX_LIMIT} sources",
                           exit_code=2)
@@ -62,9 +71,6 @@ def consolidate(forest: ForestLike, limit: int = DEFAULT_LIMIT,
 
 def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """Make and store one proposal; the caller holds the forest lock (``maintain`` does)."""
-    from ..store import lookups
-    from .view import View
-
     known, problems = proposals.every(forest)
     # A stale proposal was refused on accept: its sources wait for a fresh one. A decision
     # any machine recorded (canonical, so it outlives this machine's proposals) is final.
@@ -90,8 +96,6 @@ def propose(forest: Forest, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     if document is None:
         return result("consolidate", proposal=None, path=None, counts=None,
                       message="nothing to consolidate", **found)
-    from ..jsonio import dumps
-    from .plans import parse
 
     checked = parse("proposal", dumps(document))  # stored only as strict as it is read back
     path = proposals.save(forest, document)
@@ -112,8 +116,6 @@ class _Proposal:
         self.redactions: dict[str, int] = {}
 
     def add(self, fragment: Any) -> None:
-        from .redact import find_secret
-
         pointer = f"{fragment.path}#{fragment.anchor}"
         if _unusable(pointer):
             self.skipped.append({"pointer": pointer[:300], "reason": "not_plain_text"})
@@ -131,8 +133,6 @@ class _Proposal:
             self.skipped.append({"pointer": pointer, "reason": exc.code})
 
     def _event(self, fragment: Any, pointer: str) -> None:
-        from ..jsonio import loads_strict
-
         line = proposals.event_line(self.view.read(fragment.path), fragment.anchor)
         if line is None:  # edited away since it was indexed
             self.skipped.append({"pointer": pointer, "reason": "missing"})
@@ -150,8 +150,6 @@ class _Proposal:
                                  "observed_at": _plain(observed)})
 
     def _entry(self, fragment: Any, pointer: str) -> None:
-        from .daily import entry_text
-
         text = entry_text(self.view.text(fragment.path) or "", fragment.anchor)
         prose = "\n".join(line for line in text.split("\n") if not line.startswith("Sources:"))
         self.promotions.append({
@@ -163,17 +161,11 @@ class _Proposal:
     def _redacted(self, text: str) -> str:
         """Source text as a proposal may hold it: another tool or a hand edit wrote it, so it
         passes the writers' redaction before anything (summary, name, title) is made of it."""
-        from .redact import redact_text
-
         return redact_text(text, self.redactions)
 
     def _place(self, text: str) -> dict[str, Any]:
         """Where ``text`` (already redacted) goes; the new leaf's name and title come from
         its words without the redaction markers, and never from a credential."""
-        from ..placement import place
-        from .markdown import check_linkable, check_title
-        from .redact import find_secret
-
         words = unmarked(text)
         found = place(self.forest, words, append=True)
         if find_secret(found.leaf) or find_secret(found.title):
@@ -196,7 +188,6 @@ class _Proposal:
                 "entry_id": self._entry_id(day, summary), "summary": summary,
                 "sources": group["sources"], "placement": group["placement"]})
         proposal_id = proposals.new_id()
-        from .receipts import now
 
         return {"schema_version": 1, "proposal_id": proposal_id,
                 "transaction_id": proposals.transaction_id(proposal_id), "created_at": now(),
@@ -212,8 +203,6 @@ class _Proposal:
 
     def _entry_id(self, day: str, summary: str) -> str:
         """``d-YYYYMMDD-<first words>``, numbered when taken (in Daily or any proposal)."""
-        from .redact import find_secret
-
         words = slug(unmarked(summary), ENTRY_FALLBACK, ascii_only=True)
         base = f"d-{day.replace('-', '')}-{ENTRY_FALLBACK if find_secret(words) else words}"
         number, candidate = 1, base
@@ -225,16 +214,12 @@ class _Proposal:
 
 
 def _leaf_path(placement: dict[str, Any]) -> str:
-    from ..routes import stm_path
-
     return stm_path(placement["tree"], placement["branch"], placement["leaf"])
 
 
 def event_text(record: dict[str, Any]) -> str:
     """What an event says: its payload's text, the payload itself if it is a string, else
     the payload as compact JSON; the kind when there is nothing else."""
-    from ..jsonio import dumps
-
     payload = record.get("payload")
     if isinstance(payload, dict) and isinstance(payload.get("text"), str):
         text = payload["text"]
@@ -274,8 +259,6 @@ def day_of(observed_at: str | None, path: str) -> str:
 
 
 def _sha(data: bytes) -> str:
-    from ..digest import sha256_hex
-
     return sha256_hex(data)
 
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import index
 from ..digest import sha256_hex
 from ..errors import ForestError
 from ..forest import Forest
@@ -67,6 +68,7 @@ from ..statefiles import (
     state_rel,
 )
 from ..testhooks import crash_point
+from . import receipts
 from .journal_torn import (
     MAX_MANIFEST_BYTES,
     RESTORE_HINT,
@@ -361,9 +363,6 @@ def _unreadable(what: str) -> ForestError:
 
 def recover(forest: Forest) -> dict[str, Any] | None:
     """Finish or undo an interrupted transaction (caller holds the lock); None if none."""
-    from .. import index
-    from . import receipts
-
     root = forest.root
     if not pending(root):
         return None

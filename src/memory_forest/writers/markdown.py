@@ -22,10 +22,13 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from markdown_it import MarkdownIt
+
 from ..documents import frontmatter_problem, scan_markdown, split_frontmatter
 from ..errors import ForestError
 from ..routes import check_segment, link_target
 from ..safe_yaml import FrontmatterError, load_yaml
+from .redact import refuse_secret_name
 
 # Keys the tool writes, in the order it writes them. Any other key is the
 # operator's and is preserved byte for byte.
@@ -116,8 +119,6 @@ def _parse(text: str) -> list[Any]:
 
 @lru_cache(maxsize=1)
 def _block_parser():
-    from markdown_it import MarkdownIt
-
     # The block rules are the index's (documents._markdown changes inline rules only),
     # so the writers and the index agree on where every heading and code block is.
     return MarkdownIt("commonmark").disable("inline")
@@ -255,8 +256,6 @@ def check_title(title: str, code: str = "title") -> str:
 def check_linkable(segment: str, what: str) -> None:
     """A tree, branch or leaf name the writers can put in a wikilink target (and one that
     holds no credential: a name becomes a file name and a link, never redacted)."""
-    from .redact import refuse_secret_name
-
     check_segment(segment, what)
     bad = sorted(set(segment) & _UNLINKABLE)
     if bad:

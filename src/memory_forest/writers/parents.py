@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..errors import ForestError
 from ..layers import XLTM_PATH
 from ..routes import ancestors, link_target, parent_of, parse_route
 from .markdown import CHILD_HEADINGS, add_child_link, document, edit_frontmatter, metadata
@@ -134,8 +135,6 @@ def children(stage: Stage, path: str) -> list[tuple[str, str]]:
 
 def find_by_id(stage: Stage, doc_id: str) -> str:
     """The path of the record with this id (found in the index, confirmed on disk)."""
-    from ..errors import ForestError
-
     view = stage.view
     path = next((p for p in view.paths_with_ids({doc_id}).get(doc_id, [])
                  if (facts := view.facts(p)) is not None and facts.id == doc_id), None)
@@ -151,8 +150,6 @@ def supersede(stage: Stage, path: str, new_id: str) -> None:
     Only the frontmatter changes (``status``, ``superseded_by``, ``updated``):
     history is never rewritten in place.
     """
-    from ..errors import ForestError
-
     text = stage.text(path) or ""
     status = metadata(text).get("status", "active")
     if status != "active":
@@ -164,8 +161,6 @@ def supersede(stage: Stage, path: str, new_id: str) -> None:
 
 def checked_sources(stage: Stage, sources: list[str]) -> list[str]:
     """Each source is a canonical relative path (optionally ``#anchor``) that exists."""
-    from ..errors import ForestError
-
     for source in sources:
         path, _, anchor = source.partition("#")
         try:

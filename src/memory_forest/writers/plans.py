@@ -24,8 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ForestError
 from ..jsonio import load_object
 from ..routes import parse_route
+from ..safety import read_caller_file
 from .capture import EVENT_ID
+from .markdown import check_linkable, check_title
 from .planbase import DATE, EntryId, Segment, Sha256, Text, Title, _Plan, _Versioned
+from .redact import find_secret, redact_value
 
 MAX_PLAN_BYTES = 4 * 1024 * 1024
 # --- Daily Plan -------------------------------------------------------------------------------
@@ -247,8 +250,6 @@ SCHEMA_FILES = {
 
 
 def load(kind: str, source: str) -> Any:
-    from ..safety import read_caller_file
-
     return parse(kind, read_caller_file(source, MAX_PLAN_BYTES, "plan"))
 
 
@@ -264,8 +265,6 @@ def redact_text(plan: BaseModel) -> dict[str, int]:
     For plans whose every prose field is stored (Daily, Structured Sweep); the
     promotion plan's titles are stored only for what is new, so ``promote``
     redacts them one by one."""
-    from .redact import redact_value
-
     counts: dict[str, int] = {}
 
     def walk(model: BaseModel) -> None:
@@ -348,8 +347,6 @@ def _check_text(data: Any, loc: str = "") -> None:
 
 
 def _check_segments(pairs: list[tuple[str, str, str]]) -> None:
-    from .markdown import check_linkable
-
     for value, what, loc in pairs:
         try:
             check_linkable(value, what)
@@ -358,8 +355,6 @@ def _check_segments(pairs: list[tuple[str, str, str]]) -> None:
 
 
 def _check_titles(pairs: list[tuple[str | None, str]]) -> None:
-    from .markdown import check_title
-
     for value, loc in pairs:
         if value is not None:
             try:
@@ -383,7 +378,6 @@ def _check_daily(plan: DailyPlan) -> None:
         raise reject("plan_bad_date", "date is not a calendar date", "date") from None
     _unique([entry.entry_id for entry in plan.entries], "plan_duplicate_entry_id", "entry_id",
             "entries")
-    from .redact import find_secret
 
     for number, entry in enumerate(plan.entries):
         if not entry.summary.strip():

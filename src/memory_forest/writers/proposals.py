@@ -29,16 +29,26 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..chain import lines
+from ..decisions import event
 from ..digest import sha256_hex
 from ..envelope import result
 from ..errors import ForestError
 from ..forest import Forest, ForestLike, opened
 from ..ignore import is_debris
-from ..jsonio import dumps, loads_strict
+from ..jsonio import dumps, load_object, loads_strict
 from ..lockline import DEFAULT_WAIT
+from ..routes import stm_path
 from ..safety import makedirs_private, read_regular, write_private
 from ..statefiles import PROPOSALS, proposal_rel, state_rel
-from . import inbox, receipts
+from ..store import lookups
+from . import inbox, parents, plans, receipts
+from .capture import check_event, stage_events
+from .daily import add_sections, entry_section, entry_text
+from .markdown import clean_text, neutralize
+from .planbase import MAX_TEXT
+from .redact import redact_text
+from .transaction import transact
 
 if TYPE_CHECKING:
     from ..results import ProposalAcceptResult, ProposalRejectResult, ProposalsListResult
@@ -82,8 +92,6 @@ def checked_id(proposal_id: str) -> str:
 
 def load(forest: Forest, proposal_id: str) -> Any:
     """The stored proposal (``proposal_not_found``, ``proposal_corrupt``)."""
-    from . import plans
-
     rel = proposal_rel(checked_id(proposal_id))
     try:
         raw = read_regular(forest.root, rel, MAX_PROPOSAL_BYTES)
@@ -160,9 +168,6 @@ def stage_decision(stage: Any, proposal: Any, decision: str, reason: str | None 
                    ) -> str:
     """Append the decision on ``proposal`` to this machine's ISTM shard (``decisions``), so
     that it travels with the forest; return the event's pointer."""
-    from ..decisions import event
-    from .capture import check_event, stage_events
-
     record = event(decision, proposal.proposal_id, pointers(proposal), stage.now, reason,
                    inbox.leaf_ids(proposal))
     known = stage.view.event_paths({record["event_id"]}).get(record["event_id"])
@@ -242,10 +247,6 @@ def reject(forest: ForestLike, proposal_id: str, reason: str | None = None,
     under the forest lock, so it cannot cross an ``accept`` of the same
     proposal); the proposal's own mark follows it.
     """
-    from .markdown import clean_text
-    from .redact import redact_text
-    from .transaction import transact
-
     redactions: dict[str, int] = {}
     if reason is not None:
         reason = redact_text(clean_text(reason, "reason", "reason"), redactions)
@@ -290,8 +291,6 @@ def _already_accepted(proposal_id: str) -> ForestError:
 
 def read_summaries(raw: bytes) -> dict[str, str]:
     """``--summaries FILE``: one JSON object, entry id -> new summary."""
-    from ..jsonio import load_object
-
     def bad(code: str, message: str) -> ForestError:
         return ForestError(code, message, exit_code=2)
 
@@ -317,8 +316,6 @@ def accept(forest: ForestLike, proposal_id: str,
     ``summaries`` replaces the summaries of the proposal's new entries (the
     semantic part is the caller's); nothing else of the proposal can change.
     """
-    from .transaction import transact
-
     with opened(forest) as forest:
         proposal = load(forest, proposal_id)
         if status_of(forest, proposal) == "rejected":
@@ -347,10 +344,6 @@ def accept(forest: ForestLike, proposal_id: str,
 def _checked_summaries(proposal: Any, summaries: dict[str, str]
                        ) -> tuple[dict[str, str], dict[str, int]]:
     """The caller's summaries, redacted, for the proposal's own new entries only."""
-    from .markdown import clean_text
-    from .planbase import MAX_TEXT
-    from .redact import redact_text
-
     known = set(entry_ids(proposal))
     unknown = sorted(set(summaries) - known)
     if unknown:
@@ -369,12 +362,6 @@ def _checked_summaries(proposal: Any, summaries: dict[str, str]
 
 def _stage(stage: Any, proposal: Any, replaced: dict[str, str], counted: dict[str, int]
            ) -> None:
-    from ..routes import stm_path
-    from . import parents
-    from .daily import add_sections, entry_section, entry_text
-    from .markdown import neutralize
-    from .redact import redact_text
-
     forest = stage.view.forest
     current = load(forest, proposal.proposal_id)  # re-read under the lock
     if status_of(forest, current) == "rejected":
@@ -422,9 +409,6 @@ def stale_sources(view: Any, proposal: Any) -> list[dict[str, str]]:
     ``missing`` (gone), ``changed`` (its fingerprint differs), ``cited`` (a Daily
     entry or a structured record cites it now), ``entry_exists`` (a new entry's id
     is taken)."""
-    from ..store import lookups
-    from .daily import entry_text
-
     events = [source for day in proposal.days for entry in day.entries
               for source in entry.sources]
     event_files = view.event_paths({source.pointer.partition("#")[2] for source in events})
@@ -463,7 +447,6 @@ def event_line(data: bytes | None, event_id: str) -> bytes | None:
     """The bytes of the line that holds ``event_id`` (its line end left out), or None."""
     if data is None:
         return None
-    from ..chain import lines
 
     needle = event_id.encode("utf-8")
     for _, line in lines(data):

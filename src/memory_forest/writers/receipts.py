@@ -19,6 +19,7 @@ from ..forest import Forest
 from ..jsonio import StrictJSONError, dumps, loads_strict
 from ..safety import makedirs_private, read_regular, write_private
 from ..statefiles import RECEIPTS, receipt_rel, state_rel
+from .redact import refuse_secret_name
 
 RECEIPT_VERSION = 1
 MAX_RECEIPT_BYTES = 64 * 1024 * 1024
@@ -42,7 +43,6 @@ def check_transaction_id(transaction_id: str) -> str:
         raise ForestError("transaction_id_invalid",
                           "a transaction id is 1-128 letters, digits, '.', '_' or '-', "
                           "starting with a letter or digit", exit_code=2)
-    from .redact import refuse_secret_name
 
     refuse_secret_name(transaction_id, "transaction id")  # it names the receipt file
     return transaction_id

@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 from ..credentials import PAIRED, fold, may_hold, secret_beside, secret_field, spans
+from ..errors import ForestError
 
 MARKER_PREFIX = "[REDACTED:"
 MAX_PASSES = 4  # redaction passes over one text (a marker may complete a credential)
@@ -194,8 +195,6 @@ def refuse_secret_name(name: str, field: str, **details: Any) -> None:
     """
     rule = find_secret(name)
     if rule is not None:
-        from ..errors import ForestError
-
         raise ForestError("secret_in_name", f"the {field} looks like a credential ({rule}); "
                           "names are stored as given, so choose another",
                           {"field": field, "rule": rule, **details}, exit_code=2)

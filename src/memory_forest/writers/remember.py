@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from ..envelope import result
+from ..errors import ForestError, usage_error
 from ..forest import Forest, ForestLike, opened
 from ..lockline import DEFAULT_WAIT
 from ..placement import INBOX_BRANCH, INBOX_TREE, Placement, place
@@ -63,8 +65,6 @@ def _added(*parts: Counts) -> Counts:
 
 def read_content(raw: bytes) -> str:
     """Content given as bytes (a file, or stdin): UTF-8 text, without a byte-order mark."""
-    from ..errors import usage_error
-
     try:
         return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
@@ -79,8 +79,6 @@ def remember(forest: ForestLike, tree: str | None = None, branch: str | None = N
              transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> RememberResult:
     """File ``content`` where the caller says (tree, branch and leaf), or where ``place`` finds
     it belongs; with ``dry_run`` only say where, writing nothing."""
-    from ..errors import ForestError, usage_error
-
     route = (tree, branch, leaf)
     explicit = all(part is not None for part in route)
     if not explicit and any(part is not None for part in route):
@@ -190,8 +188,6 @@ def _preview(forest: Forest, content: str, fixed: dict[str, str] | None,
     one is ``place``'s answer, which needs the index (``index_missing`` without one, since a
     dry run builds nothing).
     """
-    from ..envelope import result
-
     if fixed is None:
         placement = _place(forest, content, append, title)
         path, exists = placement.path, placement.action == "append"

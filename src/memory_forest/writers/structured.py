@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import retrieve
 from ..digest import sha256_hex
+from ..documents import split_frontmatter
+from ..envelope import result
 from ..errors import ForestError
 from ..forest import ForestLike, opened
 from ..layers import XLTM_PATH
@@ -53,9 +56,6 @@ ORDER = {"xltm": 1, "ltm": 2, "mtm": 3, "stm": 4}
 
 def structured_context(forest: ForestLike, query: str, limit: int = 10
                        ) -> dict[str, Any]:
-    from .. import retrieve
-    from ..envelope import result
-
     with opened(forest) as forest:
         # A plan is made against exactly what the index vouches for: a changed file
         # fails closed.
@@ -69,8 +69,6 @@ def structured_context(forest: ForestLike, query: str, limit: int = 10
 def _context_documents(view: View, trails: list[dict[str, Any]]
                        ) -> tuple[str, int, list[dict[str, Any]]]:
     """The snapshot hash, the structured count, and the bounded bodies on the trails."""
-    from ..documents import split_frontmatter
-
     try:
         hashes = view.structured_hashes()
         snapshot, count = snapshot_sha256(hashes), len(hashes)

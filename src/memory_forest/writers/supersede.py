@@ -16,13 +16,16 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from ..documents import split_frontmatter
 from ..errors import ForestError
 from ..forest import ForestLike, opened
 from ..lockline import DEFAULT_WAIT
 from ..routes import mtm_path, parse_route, stm_path
+from ..safety import read_caller_file
 from . import parents
 from .markdown import check_linkable, check_title, clean_text, neutralize
 from .move import split_to, target_path
+from .redact import redact_value
 from .transaction import Stage, transact
 
 if TYPE_CHECKING:
@@ -34,9 +37,6 @@ ALLOWED_KEYS = ("title", "tags", "sources")
 
 def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
     """(stem, frontmatter, body) of NEW.md, checked."""
-    from ..documents import split_frontmatter
-    from ..safety import read_caller_file
-
     stem = os.path.basename(file)
     if not stem.endswith(".md"):
         raise ForestError("supersede_file_not_markdown", "the new record must be a .md file",
@@ -75,8 +75,6 @@ def read_new_record(file: str) -> tuple[str, dict[str, Any], str]:
 
 def supersede(forest: ForestLike, old_id: str, file: str, to: str | None = None,
               transaction_id: str | None = None, wait: float = DEFAULT_WAIT) -> WriteResult:
-    from .redact import redact_value
-
     stem, meta, body = read_new_record(file)
     check_linkable(stem, "record")
     names = None if to is None else split_to(to)

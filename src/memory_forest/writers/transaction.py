@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import index, lock
 from ..digest import sha256_hex
+from ..documents import title_of
 from ..envelope import result
 from ..errors import ForestError
 from ..forest import Forest
@@ -65,7 +66,6 @@ class Stage:
     def title(self, path: str) -> str:
         if path not in self.changes:
             return self.view.title(path)
-        from ..documents import title_of
 
         limit = self.view.config.limits["max_links_per_document"]
         return title_of(parse_route(path), self.changes[path], limit)

@@ -15,6 +15,7 @@ and the index update re-describes them.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sqlite3
 import stat
@@ -226,8 +227,6 @@ def snapshot_sha256(hashes: dict[str, str]) -> str:
 
 def dump(value: Any) -> Any:
     """Frontmatter values made JSON-safe (YAML dates become their ISO text)."""
-    import datetime as dt
-
     if isinstance(value, dict):
         return {str(k): dump(v) for k, v in value.items()}
     if isinstance(value, list):
