@@ -102,6 +102,12 @@ CONTENT = Param(
     reader="memory_forest.writers.remember:read_content",
     max_bytes="memory_forest.writers.remember:MAX_CONTENT_BYTES")
 
+# move and forget plan their whole write over the index before taking the lock.
+EDIT_DRY_RUN = Param("dry_run", FLAG, "Say what would change or be removed; write nothing, take "
+                     "no lock.", flags=("--dry-run",),
+                     doc="Return the files that would change and be removed; nothing is written "
+                     "and no lock is taken (needs the index: index_missing).")
+
 OPERATIONS = (
     Operation(
         "capture", "memory_forest.writers.capture:capture_events",
@@ -182,10 +188,7 @@ OPERATIONS = (
                       doc="Where it goes: for a leaf 'TREE/BRANCH' (same name) or "
                       "'TREE/BRANCH/LEAF'; for a branch 'TREE' (same name) or 'TREE/BRANCH'. "
                       "The new parent must exist."),
-                Param("dry_run", FLAG, "Say what would change; write nothing, take no lock.",
-                      flags=("--dry-run",),
-                      doc="Return the files that would change and be removed; nothing is "
-                      "written and no lock is taken (needs the index: index_missing)."),
+                EDIT_DRY_RUN,
                 TRANSACTION_ID, WAIT),
         writes=True, destructive=False, render="receipt", tool=MOVE_TOOL,
         title="Move a leaf", result="MoveResult"),
@@ -203,10 +206,7 @@ OPERATIONS = (
                       flags=("--recursive",),
                       doc="Remove a branch or a tree with every document under it; without it "
                       "a non-empty one fails with forget_not_empty."),
-                Param("dry_run", FLAG, "Say what would be removed; write nothing, take no lock.",
-                      flags=("--dry-run",),
-                      doc="Return what would be removed and changed; nothing is written and no "
-                      "lock is taken (needs the index: index_missing)."),
+                EDIT_DRY_RUN,
                 TRANSACTION_ID, WAIT),
         writes=True, destructive=True, render="receipt", tool=FORGET_TOOL,
         title="Forget a document", result="ForgetResult"),
