@@ -401,11 +401,11 @@ def test_a_branch_that_appears_over_its_leaves_rejudges_them(tmp_path):
     leaves = {"04 stm/kitchen/fermentation/kimchi-batch-7.md",
               "04 stm/kitchen/fermentation/zaatar-blend.md"}
     os.rename(branch, aside)
-    orphaned = index.refresh(root).triage.problems
+    orphaned = index.refresh(Forest.open(root)).triage.problems
     assert {(i.path, i.code) for i in orphaned} >= {(leaf, "parent_missing") for leaf in leaves}
     os.rename(aside, branch)
     changes.backdate()
-    done = index.refresh(root)
+    done = index.refresh(Forest.open(root))
     assert done.written["mode"] == "incremental"
     assert not {(i.path, i.code) for i in done.triage.problems} & {
         (leaf, "parent_missing") for leaf in leaves}
