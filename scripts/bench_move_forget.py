@@ -20,17 +20,13 @@ p95 wall. ``--write`` puts the table into docs/benchmarks.md between its
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import random
-import shlex
 import shutil
 import statistics
 import sys
 import tempfile
-import textwrap
 import time
 from functools import partial
 from pathlib import Path
@@ -39,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import Zipf, backdate, plan_trees, vocabulary  # noqa: E402
 from bench_writers import cli, ms, percentile  # noqa: E402
-from docblock import write_block  # noqa: E402
+from docblock import measured_block, write_block  # noqa: E402
 from forestgen import write_forest  # noqa: E402
 
 from memory_forest import operations  # noqa: E402
@@ -117,20 +113,15 @@ def run(docs: int, calls: int, workdir: Path) -> dict:
 
 
 def write(report: dict, argv: list[str]) -> None:
-    command = shlex.join([".venv/bin/python", "scripts/bench_move_forget.py", *argv])
-    note = textwrap.fill(
-        f"Measured {dt.date.today().isoformat()} on {report['cpus']} vCPUs "
-        f"({platform.machine()}, {platform.system()}) of a shared VM, Python "
-        f"{report['python']}, 1-minute load average {report['load_average_1m']} at the start; "
-        f"{report['calls']} rounds of the three commands, interleaved, on one forest of "
-        f"{report['documents']:,} documents (medians and p95; `audit` errors afterwards: "
-        f"{report['audit_errors']}).", width=78)
     rows = ["| command | CLI wall p50 | CLI wall p95 | in-process p50 |", "|---|---|---|---|"]
     for name in COMMANDS:
         rows.append(f"| `{name}` | {report[f'{name}_wall_ms_p50']:g} ms "
                     f"| {report[f'{name}_wall_ms_p95']:g} ms "
                     f"| {report[f'{name}_in_process_ms_p50']:g} ms |")
-    block = "\n".join([BEGIN, note, "", "```console", f"$ {command}", "```", "", *rows, END])
+    block = measured_block(
+        BEGIN, END, report, f"; {report['calls']} rounds of the three commands, interleaved, on "
+        f"one forest of {report['documents']:,} documents (medians and p95; `audit` errors "
+        f"afterwards: {report['audit_errors']}).", "bench_move_forget.py", argv, rows)
     write_block(DOCS, BEGIN, END, block, heading="Move and forget at 10,000 documents")
 
 

@@ -35,25 +35,21 @@ between its ``bench_writers_concurrent`` markers.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import random
-import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import Zipf, backdate, plan_trees, vocabulary  # noqa: E402
-from docblock import write_block
+from docblock import measured_block, write_block
 from forestgen import write_forest  # noqa: E402
 
 from memory_forest import operations  # noqa: E402
@@ -267,16 +263,11 @@ def concurrent_table(report: dict) -> list[str]:
 
 
 def write_concurrent(report: dict, argv: list[str]) -> None:
-    command = shlex.join([".venv/bin/python", "scripts/bench_writers.py", *argv])
-    note = textwrap.fill(
-        f"Measured {dt.date.today().isoformat()} on {report['cpus']} vCPUs "
-        f"({platform.machine()}, {platform.system()}) of a shared VM, Python "
-        f"{report['python']}, 1-minute load average {report['load_average_1m']} at the start: "
-        f"each cell is {report['runs']} crowds, each on a fresh `init --example` forest; "
-        "events/s is acknowledged writes over the wall from the first start to the last "
-        "exit, and it and the wall are medians of the runs.", width=78)
-    block = "\n".join([BEGIN, note, "", "```console", f"$ {command}", "```", "",
-                       *concurrent_table(report), END])
+    block = measured_block(
+        BEGIN, END, report, f": each cell is {report['runs']} crowds, each on a fresh "
+        "`init --example` forest; events/s is acknowledged writes over the wall from the first "
+        "start to the last exit, and it and the wall are medians of the runs.",
+        "bench_writers.py", argv, concurrent_table(report))
     write_block(DOCS, BEGIN, END, block)
 
 

@@ -8,7 +8,11 @@ script stops, so a renamed marker cannot silently write nothing.
 
 from __future__ import annotations
 
+import datetime as dt
+import platform
+import shlex
 import sys
+import textwrap
 from pathlib import Path
 
 
@@ -24,3 +28,19 @@ def write_block(doc: Path, begin: str, end: str, block: str, heading: str | None
     else:
         sys.exit(f"{doc} has no {begin} ... {end} markers to write between")
     doc.write_text(text, encoding="utf-8")
+
+
+def measured_block(begin: str, end: str, report: dict, how: str, script: str, argv: list[str],
+                   rows: list[str]) -> str:
+    """A block that says where and how it was measured, how to run it again, then ``rows``.
+
+    ``report`` holds the machine's ``cpus``, ``python`` and ``load_average_1m``; ``how``
+    finishes the sentence that starts with the machine (what was run, how many times).
+    """
+    note = textwrap.fill(
+        f"Measured {dt.date.today().isoformat()} on {report['cpus']} vCPUs "
+        f"({platform.machine()}, {platform.system()}) of a shared VM, Python "
+        f"{report['python']}, 1-minute load average {report['load_average_1m']} at the start"
+        f"{how}", width=78)
+    command = shlex.join([".venv/bin/python", f"scripts/{script}", *argv])
+    return "\n".join([begin, note, "", "```console", f"$ {command}", "```", "", *rows, end])

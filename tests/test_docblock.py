@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
-from docblock import write_block  # noqa: E402
+from docblock import measured_block, write_block  # noqa: E402
 
 BEGIN, END = "<!-- b:begin -->", "<!-- b:end -->"
 
@@ -30,3 +30,17 @@ def test_a_missing_block_is_added_under_its_heading_or_stops_the_script(tmp_path
     with pytest.raises(SystemExit, match="no <!-- b:begin -->"):
         write_block(other, BEGIN, END, f"{BEGIN}\nnew\n{END}")
     assert other.read_text() == "# Prose\n"
+
+
+def test_a_measured_block_says_where_and_how_and_round_trips_through_the_doc(tmp_path: Path):
+    report = {"cpus": 2, "python": "3.11.7", "load_average_1m": 0.8}
+    block = measured_block(BEGIN, END, report, "; 10 rounds, interleaved.", "bench_x.py",
+                           ["--calls", "10", "--write"], ["| a | b |", "|---|---|"])
+    lines = block.splitlines()
+    assert lines[0] == BEGIN and lines[-1] == END and lines[-3:-1] == ["| a | b |", "|---|---|"]
+    assert "on 2 vCPUs" in block and "load average 0.8 at the start; 10 rounds" in block
+    assert "$ .venv/bin/python scripts/bench_x.py --calls 10 --write" in lines
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"{BEGIN}\nold\n{END}\n")
+    write_block(doc, BEGIN, END, block)
+    assert doc.read_text() == block + "\n"
