@@ -21,7 +21,7 @@ from .snapshot import Presence, Snapshot
 CHAIN_CODES = frozenset({"istm_chain_broken", "istm_sha256_mismatch"})
 
 
-def audit(snap: Snapshot) -> list[Issue]:
+def audit_links(snap: Snapshot) -> list[Issue]:
     """Link issues only; callers combine them with ``validate`` (and ``provenance``)."""
     return sorted(set(link_issues(snap.facts, snap.routes, Presence.of(snap))))
 

@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import audit as audit_rules
-from . import validate as validate_rules
+from .audit import audit_links, provenance
 from .errors import ForestError
 from .issues import summarize
 from .quarantine import for_indexing, triage
 from .snapshot import scan
+from .validate import validate_snapshot
 
 if TYPE_CHECKING:
     from .forest import Forest
@@ -89,10 +89,10 @@ def check_forest(forest: Forest, audit: bool = True,
                  _scanned)
     if recorder is not None:
         recorder.counts = snap.layer_counts()
-    found = set(timed(recorder, "validate", lambda: validate_rules.validate(snap), graded))
+    found = set(timed(recorder, "validate", lambda: validate_snapshot(snap), graded))
     if audit:
         found |= set(timed(recorder, "audit",
-                           lambda: audit_rules.audit(snap) + audit_rules.provenance(snap),
+                           lambda: audit_links(snap) + provenance(snap),
                            graded))
     return Checked(snap, sorted(found))
 

@@ -21,7 +21,7 @@ from .routes import Route, casefold_key
 from .snapshot import Presence, Snapshot
 
 
-def validate(snap: Snapshot) -> list[Issue]:
+def validate_snapshot(snap: Snapshot) -> list[Issue]:
     issues = list(snap.issues)
     issues += layout_issues(snap.dirs, snap.routes)
     issues += document_issues(snap.facts, snap.routes, Presence.of(snap))

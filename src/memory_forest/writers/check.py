@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..audit import audit
+from ..audit import audit_links
 from ..documents import read_facts
 from ..errors import ForestError
 from ..facts import Facts
@@ -22,7 +22,7 @@ from ..issues import WARNING, Issue, has_errors, summarize
 from ..layers import BY_DIR, LAYERS
 from ..routes import ancestors, parse_route
 from ..snapshot import Snapshot
-from ..validate import validate
+from ..validate import validate_snapshot
 from .view import View
 
 
@@ -61,9 +61,9 @@ def check_staged(view: View, staged: dict[str, bytes | None], new_dirs: list[str
     snap.dirs += _siblings(view, written, new_dirs)
     _limits(view, snap, written, removed)
     snap.facts = {**snap.facts, **checked}
-    issues = set(validate(snap))
+    issues = set(validate_snapshot(snap))
     snap.facts = checked
-    link_issues = set(_as_before(view, audit(snap), checked))
+    link_issues = set(_as_before(view, audit_links(snap), checked))
     everything = sorted(issues | link_issues)
     if has_errors(everything):
         errors = [i for i in everything if i.level == "error"]
