@@ -283,6 +283,15 @@ BREAKAGES: tuple[Breakage, ...] = (
         ("tests/test_multilingual.py",),
     ),
     Breakage(
+        "the null reference has no passage on science or geography",
+        "semantic_null.py",
+        (('    "Physics and chemistry: boiling points, densities and the speed of light.",\n'
+          '    "Geography: the highest mountains, longest rivers and largest deserts'
+          ' of the world.",\n',
+          ""),),
+        ("tests/test_multilingual.py",),
+    ),
+    Breakage(
         "the dense floor raised: questions in another language lose their leaf",
         "semantic_null.py",
         (("NULL_MARGIN = 0.01", "NULL_MARGIN = 0.02"),),

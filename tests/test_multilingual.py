@@ -39,9 +39,6 @@ FUSED_GAIN_AT_5 = 0.30
 # What the null reference's floor reaches (0.885 when written) less two questions: a floor
 # set too high loses cross-language answers long before it reaches the target above.
 FUSED_HELD_AT_5 = 0.85
-# The one unrelated question the dense side answers at today's floor (the boiling point of
-# mercury, near the example forest's temperatures): every other one must stay lexical.
-DENSE_NEAR_MISS = {"unr-08"}
 # Below the target, the floor the fused ranking must hold in every row: a fifth of the questions
 # more than lexical, overall and across languages, and never less in any language.
 HELD_GAIN_AT_5 = 0.20
@@ -147,15 +144,15 @@ def test_fused_recall_holds_what_the_floor_reaches(scored: dict[str, Any]) -> No
 def test_the_dense_floor_keeps_unrelated_questions_to_lexical_evidence(
         scored: dict[str, Any]) -> None:
     """The precision side of the dense floor, next to its recall: over every unrelated
-    question, the dense side adds a trail where the lexical core has none only for the
-    known near miss; lowered a little, the floor lets a second one through."""
+    question, calibration and held-out, the dense side adds no trail where the lexical
+    core has none; lowered a little, the floor lets one through."""
     counts = scored["counts"]
     unrelated = [item["id"] for item in scored["nothing"] if item["kind"] == "unrelated"]
     only_dense = {i for i in unrelated if counts["fused"][i] and not counts["lexical"][i]}
-    assert only_dense <= DENSE_NEAR_MISS, only_dense
     held_out = [item["id"] for item in scored["nothing"]
                 if item["kind"] == "unrelated" and item["split"] == "held_out"]
-    assert len(held_out) >= 6 and not only_dense & set(held_out)
+    assert len(unrelated) >= 24 and len(held_out) >= 12
+    assert only_dense == set(), only_dense
 
 
 def test_fused_ranking_is_clearly_above_the_lexical_core(scored: dict[str, Any]) -> None:
@@ -181,16 +178,15 @@ def test_named_cross_language_examples_are_found(scored: dict[str, Any],
 # --- questions with nothing to find -------------------------------------------------------------
 
 
-def test_gibberish_gets_no_trail_and_the_dense_side_adds_little_to_unrelated_questions(
-        scored: dict[str, Any]):
+def test_gibberish_gets_no_trail_and_stray_words_stay_a_minority(scored: dict[str, Any]):
     """Every gibberish question, calibration and held-out, gets no trail with the dense side
-    on. An unrelated question can share a stray word with memory (then it gets a lexical
-    trail either way); the dense side may add a trail to at most one more of them."""
+    on. An unrelated question can share a stray word with memory and then gets the same
+    lexical trail in both modes (the dense side adds none: the test above). The lexical
+    core drops English stopwords only, so Spanish, Korean and Japanese function words are
+    terms: 18 of the 32 unrelated questions got no trail when this was written."""
     counts, nothing = scored["counts"], scored["nothing"]
     gibberish = [item["id"] for item in nothing if item["kind"] == "gibberish"]
     unrelated = [item["id"] for item in nothing if item["kind"] == "unrelated"]
-    assert len(gibberish) >= 12 and len(unrelated) >= 12
+    assert len(gibberish) >= 12 and len(unrelated) >= 24
     assert {i: counts["fused"][i] for i in gibberish} == dict.fromkeys(gibberish, 0)
-    only_dense = [i for i in unrelated if counts["fused"][i] and not counts["lexical"][i]]
-    assert len(only_dense) <= 1, only_dense
-    assert sum(1 for i in unrelated if not counts["fused"][i]) >= 0.6 * len(unrelated)
+    assert sum(1 for i in unrelated if not counts["fused"][i]) >= 0.5 * len(unrelated)
