@@ -23,6 +23,9 @@ import pytest
 # Built from halves so that no file of the tests holds the word whole next to a title.
 SENTINEL = "Vorpal" + "sentinelword"
 LEAF = "04 stm/house/cellar/humidity-gauge.md"
+# Found by route (its title) and left off every trail at --limit 2, where two cellar leaves
+# match the body better: the hook context then lists it among the route results of its own.
+MANUAL = "04 stm/tools/gauges/humidity-gauge-manual.md"
 TURN = "cellar humidity gauge"
 EVENT = {"observed_at": "2026-12-01T08:00:00Z", "source": "journey", "kind": "note",
          "event_id": "evt-cellar-1",
@@ -52,6 +55,12 @@ def cellar(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ok(root, "remember", f"The gauge reads {SENTINEL} when the dehumidifier is off.",
        "--tree", "house", "--branch", "cellar", "--leaf", "humidity-gauge",
        "--title", "Cellar humidity gauge")
+    ok(root, "remember", "Cellar humidity stays at sixty percent in winter; the cellar "
+       "humidity gauge reads it.", "--tree", "house", "--branch", "cellar",
+       "--leaf", "winter-readings", "--title", "Winter readings")
+    ok(root, "remember", f"Keep the spare battery in the {SENTINEL} box.",
+       "--tree", "tools", "--branch", "gauges", "--leaf", "humidity-gauge-manual",
+       "--title", "Humidity gauge manual")
     ok(root, "capture", "-", stdin=json.dumps(EVENT))
     ok(root, "index")
     return root
@@ -65,6 +74,23 @@ def test_the_question_reaches_the_leaf_three_ways(cellar):
     assert LEAF in [trail["nodes"][-1]["path"] for trail in receipt["retrieve"]["trails"]]
     assert receipt["retrieve"]["unfiled"], receipt
     assert SENTINEL in (cellar / LEAF).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex"])
+def test_a_route_result_off_every_trail_reaches_the_hook_by_its_title_only(cellar, fmt):
+    """The hook context lists route results no trail holds on their own, from the route
+    phase's titles: the manual is one at --limit 2, and its body word must stay out."""
+    receipt = ok(cellar, "gate", "--limit", "2", stdin=TURN)
+    assert MANUAL in [result["path"] for result in receipt["route"]["results"]]
+    assert MANUAL not in [node["path"] for trail in receipt["retrieve"]["trails"]
+                          for node in trail["nodes"]]
+    hook = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": TURN,
+                       "session_id": "s1"})
+    code, out = cli(cellar, "gate", "--format", fmt, "--limit", "2", stdin=hook)
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and MANUAL in context and "Humidity gauge manual" in context
+    assert SENTINEL in (cellar / MANUAL).read_text(encoding="utf-8")
+    assert SENTINEL not in out
 
 
 @pytest.mark.parametrize("fmt", ["receipt", "claude-code", "codex"])
