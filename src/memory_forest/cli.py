@@ -64,6 +64,20 @@ def run(args: list[str]) -> int:
         return _usage_failure(exc, json_mode)
 
 
+def root_of(args: list[str]) -> str | None:
+    """The forest a command line would open, as the line or the default names it; None for
+    a line that names none or could not run. The warm service answers only lines whose
+    forest is its own."""
+    operation, rest = _find(_hoist_json(args)[1])
+    if operation is None or not operation.forest:
+        return None
+    try:
+        root = _parse(operation, rest)["root"]
+        return _root(root)
+    except (UsageError, ForestError):
+        return None
+
+
 def _hoist_json(args: list[str]) -> tuple[bool, list[str]]:
     """``--json`` may appear anywhere before ``--``; take it out of the line."""
     end = args.index("--") if "--" in args else len(args)
@@ -299,6 +313,12 @@ def _serve() -> Callable[..., Any]:
     return serve
 
 
+def _watch() -> Callable[..., Any]:
+    from .watcher import watch
+
+    return watch
+
+
 def _completion() -> Callable[..., Any]:
     from .completion import completion
 
@@ -308,7 +328,7 @@ def _completion() -> Callable[..., Any]:
 # The commands that are surfaces themselves: the catalog, below every surface, declares them
 # with no call, and the command line imports their module only when one is run.
 SURFACE_COMMANDS: dict[str, Callable[[], Callable[..., Any]]] = {
-    "serve": _serve, "completion": _completion}
+    "serve": _serve, "watch": _watch, "completion": _completion}
 
 
 def function_of(operation: Operation) -> Callable[..., Any]:

@@ -13,6 +13,7 @@ import platform
 import shutil
 import sqlite3
 import stat
+import time
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,8 @@ from .semantic_state import damaged, heal
 from .snapshot import listed_per_layer, refuse_non_forest
 from .statefiles import config_path, state_dir
 from .store import schema
+from .watchstate import current_build
+from .watchstate import report as watch_report
 from .writers import journal
 from .writers.remember import create_inbox
 
@@ -162,8 +165,12 @@ def index(forest: ForestLike, full: bool = False, progress: Any = None,
     wait for it, and what it writes is only the vectors file. A plain
     ``index`` never embeds (``maintain --semantic-budget`` does, bounded).
     """
+    started = time.perf_counter()
     with opened(forest) as forest:
         refuse_non_forest(forest.root)  # before the lock, which is written beside the root
+        watched = None if full or semantic else current_build(forest.root)
+        if watched is not None:  # a watcher has applied every change: nothing to do
+            return result("index", **_nothing_changed(watched, started))
         with lock.held(forest.root, "index --full" if full else "index", wait=wait):
             summary = build(forest, full=full, progress=progress)
         forest.forget_index()  # a full build replaced the file the handle may have open
@@ -174,6 +181,13 @@ def index(forest: ForestLike, full: bool = False, progress: Any = None,
             with lock.interruptible():
                 summary["semantic"] = embed(forest, enable=True, progress=embedding)
     return result("index", **summary)
+
+
+def _nothing_changed(last: dict[str, Any], started: float) -> dict[str, Any]:
+    """The watcher's last build as a build that found nothing to do: its problems stand."""
+    return {**last, "mode": "watched", "added": 0, "changed": 0, "deleted": 0,
+            "unchanged": last.get("documents", 0),
+            "seconds": round(time.perf_counter() - started, 4)}
 
 
 def _phase(progress: Any, label: str) -> Any:
@@ -261,6 +275,7 @@ def _diagnose(forest: Forest, repair: bool, wait: float, way_out: str | None
     report["damaged"] = [*indexheal.damaged(root), *statedebris.damaged(root)]
     report["index"] = _index_state(forest)
     report["lock"] = lock.state(root)
+    report["watcher"] = watch_report(root)
     report["journal"] = _journal_state(root)
     report["git"] = {"damaged": syncsafety.damaged(root)}
 
@@ -392,6 +407,7 @@ def status(forest: ForestLike) -> StatusResult:
         semantic = coverage(forest) if ready else {"enabled": False, "documents": 0,
                                                    "embeddable": None, "state": "off"}
     return result("status", ready=ready, index=index_state, lock=report["lock"],
+                  watcher=report["watcher"],
                   counts=counts, documents=sum(counts.values()),
                   conflict_copies=report.get("conflict_copies", []),
                   config=report["config"]["state"], versions=report["versions"],

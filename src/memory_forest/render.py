@@ -121,7 +121,8 @@ def _doctor(outcome: dict[str, Any]) -> None:
     if istm:
         rows.append(("istm", f"{istm['events']} event(s) in {istm['files']} file(s), "
                      f"{istm['chained']} hash-chained"))
-    rows += [("index", _describe(outcome["index"])), ("lock", _describe(outcome["lock"]))]
+    rows += [("index", _describe(outcome["index"])), ("lock", _describe(outcome["lock"])),
+             ("watcher", _watcher(outcome["watcher"]))]
     if "journal" in outcome:
         rows.append(("journal", _describe(outcome["journal"])))
         if outcome["journal"]["state"] == "corrupt":
@@ -314,7 +315,7 @@ def _open(outcome: OpenResult) -> None:
 def _status(outcome: StatusResult) -> None:
     rows = [("ready", "[green]yes[/]" if outcome["ready"] else "[red]no[/]"),
             ("index", _describe(outcome["index"])), ("documents", str(outcome["documents"])),
-            ("lock", _describe(outcome["lock"]))]
+            ("lock", _describe(outcome["lock"])), ("watcher", _watcher(outcome["watcher"]))]
     copies = outcome.get("conflict_copies") or []
     if copies:
         rows.append(("conflict copies", escape(", ".join(copies))))
@@ -323,6 +324,20 @@ def _status(outcome: StatusResult) -> None:
     if outcome["next_step"]:
         rows.append(("next step", escape(outcome["next_step"])))
     pairs(rows)
+
+
+def _watcher(watcher: dict[str, Any]) -> str:
+    if not watcher["running"]:
+        return "not running (the index follows 'index' and 'maintain'; 'watch' keeps it live)"
+    if watcher.get("answering") is False:
+        return f"pid {watcher['pid']}, not answering"
+    behind = "current" if watcher["current"] else f"{watcher['behind_seconds']:.1f} s behind"
+    return f"pid {watcher['pid']}, {behind}"
+
+
+def _watch(outcome: dict[str, Any]) -> None:
+    out.print(f"watched for {outcome['seconds']:.0f} s: {outcome['builds']} build(s), "
+              f"{outcome['answered']} warm answer(s); stopped by {outcome['stopped_by']}")
 
 
 def _semantic(coverage: Semantic) -> str:
@@ -431,6 +446,7 @@ _STYLES = {
     "browse": _browse,
     "open": _open,
     "status": _status,
+    "watch": _watch,
     "stats": _stats,
     "hooks": _hooks,
     "receipt": render_writes.receipt,

@@ -9,7 +9,8 @@ nothing in it is ever read as a document.
 Naming each entry once here keeps the readers (``doctor``, ``status``, the
 journal's recovery) and the writers agreeing on what is where.
 
-On the per-turn path (``indexreader.connect`` opens the index through it): stdlib only.
+On the per-turn path (``indexreader.connect`` opens the index through it): stdlib only,
+and ``warmsocket``, which names the state directory and the service socket in it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-STATE_DIR = ".memory-forest"
+from .warmsocket import SOCKET_NAME, STATE_DIR
+
 CONFIG = "forest.json"
 INDEX = "index.sqlite3"
 VECTORS = "vectors.sqlite3"  # semantic chunk vectors: outlive a full build of the index
@@ -40,6 +42,11 @@ def state_dir(root: Path) -> Path:
 
 def config_path(root: Path) -> Path:
     return root / STATE_DIR / CONFIG
+
+
+def socket_path(root: Path) -> Path:
+    """The warm service's socket, while a watcher runs (``service``)."""
+    return root / STATE_DIR / SOCKET_NAME
 
 
 def index_path(root: Path) -> Path:

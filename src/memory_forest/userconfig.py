@@ -17,8 +17,9 @@ import stat
 from pathlib import Path
 
 from .errors import ForestError, usage_error
+from .warmsocket import ROOT_ENV
 
-ENV_VAR = "MEMORY_FOREST_ROOT"
+ENV_VAR = ROOT_ENV  # named where the per-turn client can read it without this module
 MAX_CONFIG_BYTES = 64 * 1024  # a user config is one line; anything huge is not one
 
 

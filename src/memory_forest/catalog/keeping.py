@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import FLAG, INT, PATH, TEXT, Operation, Param
+from . import FLAG, FLOAT, INT, PATH, TEXT, Operation, Param
 from .params import WAIT
 
 SHELLS = ("bash", "zsh", "fish")  # the shells ``completion`` writes a script for
@@ -157,6 +157,21 @@ OPERATIONS = (
                       "this tool added).", flags=("--root",)),
                 _SETTINGS, _DRY_RUN),
         command=("hooks", "uninstall"), forest=False, writes=True, render="hooks"),
+    Operation(
+        "watch", None,  # a surface itself, like serve: it answers a socket
+        "Keep the index current as files change, and answer gate and retrieve warm, until "
+        "stopped.",
+        "memory-forest watch ~/memory",
+        help="Each change a file-system event reports goes through the same incremental "
+        "build as index, holding the lock only while it applies; with semantic ranking on, "
+        "what changed is embedded in the background at low priority. While it runs, gate "
+        "and retrieve are answered over a private socket in the state directory (the same "
+        "answers, without starting cold), and index returns at once. Stops cleanly on "
+        "SIGTERM or Ctrl-C. Run it from a service manager: schedule print --watch.",
+        params=(Param("rescan", FLOAT, "Also rebuild from a walk this often, in seconds, in "
+                      "case the system dropped an event.", flags=("--rescan",),
+                      default=600.0, metavar="SECONDS"),),
+        progress="indexing", render="watch"),
     Operation(
         "schedule_print", "memory_forest.schedule:print_entry",
         "Print a ready-to-install cron line, launchd plist or systemd units; installs nothing.",

@@ -210,6 +210,10 @@ class StatusResult(Result):
     """True when the index exists and matches the files."""
     index: dict[str, Any]
     lock: dict[str, Any]
+    watcher: dict[str, Any]
+    """'running', and for a running watcher its 'pid', whether it is 'current' (every change
+    it saw is applied), 'behind_seconds' since the first change it has not applied, and
+    'last_built_at'. Without one, everything works as before, colder."""
     counts: dict[str, int]
     documents: int
     conflict_copies: NotRequired[list[str]]

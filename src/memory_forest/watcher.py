@@ -1,0 +1,257 @@
+"""``watch``: keep the derived index current while files change, and answer turns warm.
+
+The watcher is one long-lived process per forest:
+
+- It listens for file-system events under the layers and the forest's
+  config (``watchfiles``, which batches them: a batch ends after
+  ``STEP_MS`` of quiet, or ``DEBOUNCE_MS`` after its first event). Each
+  batch runs the incremental build, the same ``index`` path a person or
+  the scheduler runs, holding the writer lock only while it applies.
+  Derived state never reaches a canonical file, so the build needs no more
+  than the event to start it: it re-derives whatever changed on disk.
+- A build also runs at start (so changes made while no watcher ran are
+  caught), every ``rescan`` seconds, and after the event source fails; a
+  lost event costs at most one rescan period, never a wrong index.
+- With semantic ranking on, a child ``index --semantic`` at low priority
+  embeds what has no vectors after each build that changed something; it
+  commits batch by batch, so a stop loses nothing it finished.
+- The warm service (``service``) answers gate and retrieve requests on a
+  socket in the state directory while the watcher runs.
+
+SIGTERM or SIGINT stops it between steps; one landing inside a build rolls
+the build back and releases the lock (``lock.held``). A SIGKILL leaves at
+worst a stale lock and socket, which the next writer or watcher clears.
+One watcher per forest: the second is refused while the first holds
+``watch.lock``. ``status`` and ``doctor`` read ``watch.json`` and ask the
+service how far behind it is (``report``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import watchfiles
+
+from . import index, lock, semantic
+from .envelope import result
+from .errors import ForestError, usage_error
+from .forest import Forest, ForestLike, opened
+from .jsonio import dumps
+from .layers import LAYERS
+from .safety import FILE_MODE, mkdir_private, write_private
+from .service import Service
+from .snapshot import refuse_non_forest
+from .statefiles import CONFIG, STATE_DIR, state_dir
+from .watchstate import LOCK_FILE, STATE_FILE, read_state
+
+STEP_MS = 50
+DEBOUNCE_MS = 1600
+RESCAN_SECONDS = 600.0
+TICK_MS = 1000  # how often the loop wakes with no event, to rescan and reap the embedder
+LOCK_WAIT = 30.0  # a writer holds the lock for well under a second; a build waits that long
+EMBED_NICE = 10
+_LAYER_DIRS = frozenset(layer.dirname for layer in LAYERS)
+
+
+def watch(forest: ForestLike, rescan: float = RESCAN_SECONDS,
+          progress: Any = None) -> dict[str, Any]:
+    """Keep the index current and answer turns warm until a stop signal (SIGTERM, SIGINT)."""
+    with opened(forest) as forest:
+        refuse_non_forest(forest.root)
+        if not rescan > 0:
+            raise usage_error("rescan_out_of_range", "--rescan takes a positive number of "
+                              "seconds", rescan=str(rescan))
+        return result("watch", **Watcher(forest, rescan, progress).run())
+
+
+class Watcher:
+    """One forest's watcher: its builds, its service, its embedder and what it reports."""
+
+    def __init__(self, forest: Forest, rescan: float = RESCAN_SECONDS,
+                 progress: Any = None) -> None:
+        self.forest = forest
+        self.root = Path(os.path.realpath(forest.root))
+        self.rescan = rescan
+        self.progress = progress
+        self.stop = threading.Event()
+        self.current = threading.Lock()  # held while a build applies; the service waits
+        self.started_at = time.time()
+        self.builds = 0
+        self.last: dict[str, Any] = {}
+        self.last_built_at = 0.0
+        self.behind_since: float | None = None  # the first event not applied yet
+        self.error: str | None = None
+        self.embedder: subprocess.Popen[bytes] | None = None
+        self.embed_again = False
+        self.stopped_by = ""
+        self.service = Service(self.root, self.current, self.status)
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """Watch until a stop signal; the counts of what was done."""
+        guard = self._claim()
+        previous = {signum: signal.signal(signum, self._on_signal)
+                    for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.build("start", self.progress)
+            self.service.start()
+            self._save()
+            self._watch()
+        except lock.Interrupted as exc:  # a signal inside a build, which it rolled back
+            self.stopped_by = signal.Signals(exc.signum).name
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self.service.stop()
+            self._stop_embedder()
+            (state_dir(self.root) / STATE_FILE).unlink(missing_ok=True)
+            os.close(guard)
+        return {"stopped_by": self.stopped_by, "builds": self.builds,
+                "answered": self.service.answered,
+                "seconds": round(time.time() - self.started_at, 1)}
+
+    def _watch(self) -> None:
+        polling = None
+        while not self.stop.is_set():
+            try:
+                for changes in watchfiles.watch(
+                        self.root, watch_filter=self._relevant, debounce=DEBOUNCE_MS,
+                        step=STEP_MS, stop_event=self.stop, rust_timeout=TICK_MS,
+                        yield_on_timeout=True, force_polling=polling, raise_interrupt=False):
+                    if changes:
+                        self.behind_since = self.behind_since or time.time()
+                        self.build("change")
+                    elif time.time() - self.last_built_at >= self.rescan:
+                        self.build("rescan")
+                    self._reap_embedder()
+                    if self.stop.is_set():
+                        return
+            except (OSError, RuntimeError) as exc:
+                # The event source failed (a watch limit, an overflow it could not recover):
+                # rebuild from a walk, then watch again by polling the files' stats.
+                _log({"event": "watch_failed", "error": type(exc).__name__})
+                polling = True
+                self.build("restart")
+
+    def _relevant(self, change: watchfiles.Change, path: str) -> bool:
+        """An event the index can depend on: under a layer, or the forest's config."""
+        rel = os.path.relpath(path, self.root)
+        first = rel.split(os.sep, 1)[0]
+        return first in _LAYER_DIRS or rel == os.path.join(STATE_DIR, CONFIG)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.stopped_by = signal.Signals(signum).name
+        self.stop.set()
+
+    # --- building ---------------------------------------------------------------------------
+
+    def build(self, reason: str, progress: Any = None) -> None:
+        """One incremental build under the writer lock; the service waits for it."""
+        with self.current:
+            try:
+                with lock.held(self.root, "watch", wait=LOCK_WAIT):
+                    summary = index.build(self.forest, progress=progress)
+                self.forest.forget_index()
+            except ForestError as exc:
+                # A held lock or a forest-level fault: the next event or rescan tries again,
+                # and status says what is wrong until then.
+                self.error = exc.code
+                _log({"event": "build_failed", "reason": reason, "code": exc.code})
+                return
+            self.error, self.last, self.last_built_at = None, summary, time.time()
+            self.builds += 1
+            self.behind_since = None
+        _log({"event": "built", "reason": reason, "mode": summary.get("mode"),
+              **{key: summary.get(key, 0) for key in ("added", "changed", "deleted")},
+              "seconds": summary.get("seconds")})
+        self._save()
+        if reason == "start" or summary.get("added") or summary.get("changed"):
+            self._embed()
+
+    def status(self) -> dict[str, Any]:
+        """What the service reports: who runs, whether the index is current, the last build."""
+        applying = self.current.locked()
+        behind = self.behind_since
+        return {"pid": os.getpid(), "root": os.fspath(self.root), "started_at": self.started_at,
+                "current": not applying and behind is None and self.error is None,
+                "applying": applying, "error": self.error,
+                "behind_seconds": 0.0 if behind is None else round(time.time() - behind, 3),
+                "last_built_at": self.last_built_at, "builds": self.builds,
+                "answered": self.service.answered, "last": self.last,
+                "embedding": self.embedder is not None}
+
+    # --- semantic embedding -----------------------------------------------------------------
+
+    def _embed(self) -> None:
+        """Start the low-priority embedder when semantic ranking is on (one at a time)."""
+        if not semantic.enabled(self.root):
+            return
+        if self.embedder is not None:
+            self.embed_again = True
+            return
+        command = [sys.executable, "-m", "memory_forest", "index", os.fspath(self.root),
+                   "--semantic", "--wait", str(int(LOCK_WAIT)), "--json"]
+        self.embedder = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+        # Lowered from here: a function run in the child before exec is unsafe beside threads.
+        try:
+            os.setpriority(os.PRIO_PROCESS, self.embedder.pid, EMBED_NICE)
+        except OSError:
+            pass  # it has already finished
+
+    def _reap_embedder(self) -> None:
+        if self.embedder is None or self.embedder.poll() is None:
+            return
+        self.embedder = None
+        if self.embed_again:
+            self.embed_again = False
+            self._embed()
+
+    def _stop_embedder(self) -> None:
+        if self.embedder is not None:
+            self.embedder.terminate()  # it stops between batches and keeps what it committed
+            self.embedder.wait()
+            self.embedder = None
+
+    # --- one watcher per forest --------------------------------------------------------------
+
+    def _claim(self) -> int:
+        """Hold ``watch.lock`` for the watcher's life; refuse when another watcher does."""
+        directory = state_dir(self.root)
+        if not directory.exists():
+            mkdir_private(directory)
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            running = read_state(self.root)
+            raise ForestError("watch_running", "a watcher already runs on this forest"
+                              + (f" (pid {running['pid']})" if running else "")
+                              + "; stop it before starting another",
+                              {"pid": running.get("pid") if running else None}) from None
+        return fd
+
+    def _save(self) -> None:
+        state = {"pid": os.getpid(), "started_at": self.started_at,
+                 "socket": os.fspath(self.service.path)}
+        write_private(state_dir(self.root) / STATE_FILE, dumps(state).encode("utf-8"))
+
+
+def _log(record: dict[str, Any]) -> None:
+    """One JSON line on file descriptor 2 (the journal under a service manager); never
+    through ``sys.stderr``, which the service swaps while it answers a request."""
+    line = dumps({"at": round(time.time(), 3), **record}) + "\n"
+    try:
+        os.write(2, line.encode("utf-8"))
+    except OSError:
+        pass
