@@ -96,7 +96,7 @@ def test_a_reference_to_a_surface_counts_as_pointing_up():
 
 def test_every_command_without_a_call_is_a_surface_the_command_line_runs():
     surface_run = {operation.name for operation in catalog.operations() if operation.call is None}
-    assert surface_run == set(cli.SURFACE_COMMANDS) == {"serve", "completion"}
+    assert surface_run == set(cli.SURFACE_COMMANDS) == {"serve", "watch", "completion"}
     for name in surface_run:
         function = cli.function_of(catalog.by_name()[name])
         assert layer_of(function.__module__) < CATALOG_LAYER, \

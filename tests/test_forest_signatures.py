@@ -19,7 +19,7 @@ PACKAGE = REPO / "src" / "memory_forest"
 # boundary that reports failures instead of raising (the gate), or name a root that each
 # call opens again (the MCP server, hook installation), or are the handle's own openers.
 EDGE_BESIDES_CATALOG = {"forest:of", "forest:__init__", "gate:consult", "gate:_lookup",
-                        "gate:answer", "mcp_server:serve", "hooks:install"}
+                        "gate:answer", "mcp_server:serve", "watcher:watch", "hooks:install"}
 
 
 def catalog_calls() -> set[str]:

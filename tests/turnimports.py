@@ -42,6 +42,7 @@ TURN_OWN = {
     "memory_forest.safety", "memory_forest.stamps", "memory_forest.statefiles",
     "memory_forest.store", "memory_forest.store.lookups", "memory_forest.store.schema",
     "memory_forest.testhooks", "memory_forest.text", "memory_forest.userconfig",
+    "memory_forest.warm", "memory_forest.warmsocket",
 }
 # Third-party packages a turn may load: none. The standard library is the whole of it.
 TURN_THIRD_PARTY: set[str] = set()
@@ -50,8 +51,10 @@ STARTUP = {"__main__", "_distutils_hack"}
 
 
 PROMPT = "How long does the kimchi ferment?"
-PROBE = ("import json, sys\nfrom memory_forest.cli import main\n"
-         "try:\n    main(json.loads(sys.argv[1]))\nexcept SystemExit:\n    pass\n"
+# The console entry, as a hook runs it: the warm service's client first, then the CLI.
+PROBE = ("import json, sys\nfrom memory_forest.warm import main\n"
+         "sys.argv[1:] = json.loads(sys.argv[1])\n"
+         "try:\n    main()\nexcept SystemExit:\n    pass\n"
          "sys.stderr.write(json.dumps(sorted(sys.modules)))\n")
 
 
