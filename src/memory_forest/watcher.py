@@ -20,9 +20,11 @@ The watcher is one long-lived process per forest:
 
 SIGTERM or SIGINT stops it between steps; one landing inside a build rolls
 the build back and releases the lock (``lock.held``). A SIGKILL leaves at
-worst a stale lock and socket, which the next writer or watcher clears.
+worst a stale lock and a dead socket: a turn then runs cold, and the next
+watcher clears both.
 One watcher per forest: the second is refused while the first holds
-``watch.lock``. ``status`` and ``doctor`` read ``watch.json`` and ask the
+``watch.lock``; a started watcher removes the stale writer lock a killed
+one left. ``status`` and ``doctor`` read ``watch.json`` and ask the
 service how far behind it is (``report``).
 """
 
@@ -102,6 +104,7 @@ class Watcher:
         previous = {signum: signal.signal(signum, self._on_signal)
                     for signum in (signal.SIGTERM, signal.SIGINT)}
         try:
+            self._clear_own_stale_lock()
             self.build("start", self.progress)
             self.service.start()
             self._save()
@@ -240,6 +243,20 @@ class Watcher:
                               + "; stop it before starting another",
                               {"pid": running.get("pid") if running else None}) from None
         return fd
+
+    def _clear_own_stale_lock(self) -> None:
+        """Remove a stale lock a killed watcher left (a writer never takes one over).
+
+        Holding ``watch.lock`` proves no other watcher runs, so a lock whose
+        dead owner was ``watch`` is this watcher's own: its build was one
+        transaction, which SQLite rolled back. A restart by a service manager
+        then carries on instead of failing on ``lock_stale`` forever. A stale
+        lock of any other command is left to ``unlock --stale``.
+        """
+        found = lock.state(self.root)
+        if found["state"] == "stale" and found["owner"].get("command") == "watch":
+            lock.unlock_stale(self.root)
+            _log({"event": "stale_lock_removed", "pid": found["owner"].get("pid")})
 
     def _save(self) -> None:
         state = {"pid": os.getpid(), "started_at": self.started_at,
