@@ -363,7 +363,7 @@ def test_every_scheduled_step_is_an_option_of_maintain_and_keeps_its_spelling(fo
     operations = by_name()
     maintain = {param.name: param for param in operations["maintain"].params}
     steps = [param for param in operations["schedule_print"].params
-             if param.name not in ("scheduler", "root", "bin_path", "log")]
+             if param.name not in ("scheduler", "root", "bin_path", "log", "watch")]
     assert steps
     for step in steps:
         assert step.name in maintain and maintain[step.name].kind == step.kind, step.name
@@ -371,3 +371,42 @@ def test_every_scheduled_step_is_an_option_of_maintain_and_keeps_its_spelling(fo
         outcome = schedule.print_entry("cron", forest, console_script(), **{step.name: value})
         tail = [maintain[step.name].flags[0], *([] if value is True else ["2m"])]
         assert outcome["command"][-len(tail):] == tail
+
+
+# --- the watcher ----------------------------------------------------------------------------
+
+
+def test_watch_systemd_unit_keeps_the_watcher_alive(awkward_forest: Path) -> None:
+    outcome = schedule.print_entry("systemd", awkward_forest, console_script(), watch=True)
+    (entry,) = outcome["entries"]
+    assert entry["install_as"].endswith("/systemd/user/memory-forest-watch.service")
+    unit = parse_unit(entry["text"])
+    command = systemd_split(unit["Service"]["ExecStart"])
+    assert command == outcome["command"] == [str(console_script()), "watch",
+                                             str(awkward_forest), "--json"]
+    assert unit["Service"]["Type"] == "simple" and unit["Service"]["Restart"] == "on-failure"
+    assert unit["Service"]["UMask"] == "0077" and unit["Install"]["WantedBy"] == "default.target"
+    assert any("enable --now memory-forest-watch.service" in step for step in outcome["install"])
+
+
+def test_watch_launchd_agent_restarts_after_a_failure(awkward_forest: Path) -> None:
+    outcome = schedule.print_entry("launchd", awkward_forest, console_script(), watch=True)
+    (entry,) = outcome["entries"]
+    plist = plistlib.loads(entry["text"].encode())
+    assert plist["Label"] == "org.memory-forest.watch"
+    assert plist["ProgramArguments"] == outcome["command"]
+    assert plist["RunAtLoad"] is True and plist["KeepAlive"] == {"SuccessfulExit": False}
+    assert plist["StandardErrorPath"] == outcome["log"] == str(awkward_forest) + ".watch.log"
+    assert plist["Umask"] == 0o077
+    template = plistlib.loads(schedule.template_text(entry["name"]).encode())
+    assert template["ProgramArguments"][0] == "@MEMORY_FOREST_BIN@"
+
+
+def test_watch_refuses_cron_and_maintain_options(forest: Path) -> None:
+    raises_code(lambda: schedule.print_entry("cron", forest, console_script(), watch=True),
+                "scheduler_cannot_watch")
+    raises_code(lambda: schedule.print_entry("systemd", forest, console_script(), sync=True,
+                                             watch=True), "watch_options_conflict")
+    for scheduler in schedule.WATCHERS:
+        text = schedule.print_entry(scheduler, forest, console_script(), watch=True)
+        assert not re.search(r"@[A-Z_]+@", text["entries"][0]["text"])

@@ -61,6 +61,16 @@ SCHEDULERS: dict[str, tuple[Template, ...]] = {
     ),
 }
 
+# The watcher is one long-lived process per forest: a service manager keeps it alive and
+# starts it again after a failure. cron only starts jobs, so it has no entry for it.
+_WATCH_AGENT = "~/Library/LaunchAgents/org.memory-forest.watch.plist"
+WATCHERS: dict[str, tuple[Template, ...]] = {
+    "launchd": (Template("org.memory-forest.watch.plist.example", _WATCH_AGENT),),
+    "systemd": (Template("memory-forest-watch.service",
+                         "~/.config/systemd/user/memory-forest-watch.service"),),
+}
+WATCH_LOG_SUFFIX = ".watch.log"
+
 INSTALL_STEPS: dict[str, tuple[str, ...]] = {
     "cron": (
         "crontab -e, then append the line above (keep one line per forest)",
@@ -81,8 +91,25 @@ INSTALL_STEPS: dict[str, tuple[str, ...]] = {
 }
 
 
+WATCH_INSTALL_STEPS: dict[str, tuple[str, ...]] = {
+    "launchd": (
+        "mkdir -p ~/Library/LaunchAgents",
+        f"save the plist as {_WATCH_AGENT}",
+        f"launchctl bootstrap gui/$(id -u) {_WATCH_AGENT}",
+    ),
+    "systemd": (
+        "mkdir -p ~/.config/systemd/user",
+        "save the unit in ~/.config/systemd/user/",
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now memory-forest-watch.service",
+        "optional, to run while logged out: loginctl enable-linger $USER",
+    ),
+}
+
+
 def template_names() -> list[str]:
-    return [t.name for templates in SCHEDULERS.values() for t in templates]
+    return [t.name for kind in (SCHEDULERS, WATCHERS) for templates in kind.values()
+            for t in templates]
 
 
 def template_text(name: str) -> str:
@@ -107,8 +134,13 @@ def print_entry(
     consolidate: bool = False,
     sync: bool = False,
     semantic_budget: str | None = None,
+    watch: bool = False,
 ) -> dict[str, Any]:
     """Return a ready-to-install entry for ``scheduler`` with absolute paths filled in.
+
+    With ``watch`` the entry runs the watcher instead (``watch``, kept alive and
+    started again after a failure): a systemd user unit or a launchd agent; its
+    log is ``<ROOT>.watch.log`` for launchd (the journal holds it under systemd).
 
     ``consolidate``, ``sync`` and ``semantic_budget`` are options of ``maintain`` under
     their catalog names, written into the scheduled ``maintain`` line as that entry
@@ -130,9 +162,11 @@ def print_entry(
             f"unknown scheduler; choose one of {', '.join(SCHEDULERS)}",
             scheduler=str(scheduler)[:40],
         )
+    if watch:
+        _check_watch(scheduler, consolidate, sync, semantic_budget)
     forest = Forest.of(resolve_root(root)).root
     program = _program(bin_path)
-    run_log = _log(forest, log)
+    run_log = _log(forest, log, WATCH_LOG_SUFFIX if watch else LOG_SUFFIX)
     values = {"MEMORY_FOREST_BIN": str(program), "FOREST_ROOT": str(forest),
               "RUN_LOG": str(run_log)}
     for name, value in values.items():
@@ -147,19 +181,33 @@ def print_entry(
             "install_as": template.install_as,
             "text": render_template(scheduler, template_text(template.name), values, options),
         }
-        for template in SCHEDULERS[scheduler]
+        for template in (WATCHERS if watch else SCHEDULERS)[scheduler]
     ]
+    command = [str(program), "watch", str(forest), "--json"] if watch else \
+        [str(program), "maintain", str(forest), "--json", "--log", str(run_log), *options]
     return result(
         "schedule_print",
         scheduler=scheduler,
         root=str(forest),
         bin=str(program),
         log=str(run_log),
-        command=[str(program), "maintain", str(forest), "--json", "--log", str(run_log),
-                 *options],
+        command=command,
         entries=entries,
-        install=list(INSTALL_STEPS[scheduler]),
+        install=list((WATCH_INSTALL_STEPS if watch else INSTALL_STEPS)[scheduler]),
     )
+
+
+def _check_watch(scheduler: str, consolidate: bool, sync: bool,
+                 semantic_budget: str | None) -> None:
+    """The watcher needs a service manager, and takes none of maintain's options."""
+    if scheduler not in WATCHERS:
+        raise usage_error("scheduler_cannot_watch", f"{scheduler} starts jobs but keeps none "
+                          f"alive; use --scheduler {' or '.join(WATCHERS)} with --watch",
+                          scheduler=scheduler)
+    if consolidate or sync or semantic_budget is not None:
+        raise usage_error("watch_options_conflict", "--consolidate, --sync and "
+                          "--semantic-budget are options of the scheduled maintain; print "
+                          "the watcher's entry without them")
 
 
 def maintain_options(steps: dict[str, Any]) -> list[str]:
@@ -233,9 +281,9 @@ def _is_executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def _log(root: Path, log_path: str | os.PathLike[str] | None) -> Path:
+def _log(root: Path, log_path: str | os.PathLike[str] | None, suffix: str) -> Path:
     if log_path is None:
-        return root.with_name(root.name + LOG_SUFFIX)
+        return root.with_name(root.name + suffix)
     log = Path(os.path.abspath(os.fspath(log_path)))
 
     inside = log == root or root in log.parents

@@ -191,7 +191,10 @@ OPERATIONS = (
                       "(maintain --sync).", flags=("--sync",)),
                 Param("semantic_budget", TEXT, "Each run also embeds what has no vectors yet, "
                       "for at most this long (maintain --semantic-budget TIME).",
-                      flags=("--semantic-budget",), metavar="TIME")),
+                      flags=("--semantic-budget",), metavar="TIME"),
+                Param("watch", FLAG, "Print the watcher's entry instead (memory-forest watch, "
+                      "kept alive and restarted on failure): a systemd user unit or a launchd "
+                      "agent.", flags=("--watch",))),
         command=("schedule", "print"), forest=False, render="schedule_print"),
     Operation(
         "completion", None,  # written from the command line's own parser, which runs it
