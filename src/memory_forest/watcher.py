@@ -177,8 +177,7 @@ class Watcher:
               **{key: summary.get(key, 0) for key in ("added", "changed", "deleted")},
               "seconds": summary.get("seconds")})
         self._save()
-        if reason == "start" or summary.get("added") or summary.get("changed"):
-            self._embed()
+        self._embed()
 
     def status(self) -> dict[str, Any]:
         """What the service reports: who runs, whether the index is current, the last build."""
@@ -195,8 +194,11 @@ class Watcher:
     # --- semantic embedding -----------------------------------------------------------------
 
     def _embed(self) -> None:
-        """Start the low-priority embedder when semantic ranking is on (one at a time)."""
-        if not semantic.enabled(self.root):
+        """Start the low-priority embedder when semantic ranking is on and some indexed
+        document has no vectors (one at a time). A writer's own index update leaves the
+        build nothing to add, so the vectors, not the build's counts, say what is missing."""
+        if not semantic.enabled(self.root) or \
+                semantic.coverage(self.forest)["state"] != "partial":
             return
         if self.embedder is not None:
             self.embed_again = True
