@@ -76,6 +76,11 @@ def test_index_has_nothing_to_do_while_the_watcher_is_current(watched, example):
     assert done["mode"] == "watched" and done["added"] == done["changed"] == 0
     assert done["documents"] == 12 and done["problems"] == []
     assert operations.index(example, full=True)["mode"] == "full"  # --full still rebuilds
+    # From the command line the service answers it, and leaves a real build to the process.
+    before = status(example)["answered"]
+    assert json.loads(cli("index", str(example), "--json").stdout)["mode"] == "watched"
+    assert json.loads(cli("index", str(example), "--full", "--json").stdout)["mode"] == "full"
+    assert status(example)["answered"] == before + 1
 
 
 def test_status_and_doctor_name_the_running_watcher(watched, example):
@@ -174,6 +179,20 @@ def test_a_line_for_another_forest_runs_in_its_own_process(watched, example, tmp
         b"refused other_forest")
     assert gate_paths(other, "kimchi")  # answered cold
     assert status(example)["answered"] == before
+
+
+def test_a_dead_socket_sends_the_whole_turn_to_the_cold_path(example):
+    """A watcher killed with SIGKILL leaves its socket file with no one listening: the
+    client has read the turn by then, and the gate here must still see every byte."""
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    warmsocket.reach(dead.bind, str(socket_path(example)))
+    dead.close()
+    done = cli("gate", str(example), "--format", "claude-code", stdin=json.dumps(
+        {"hook_event_name": "UserPromptSubmit", "prompt": "kimchi fridge", "session_id": "s"}))
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "kimchi-batch-7" in context
+    receipt = json.loads(cli("gate", str(example), stdin="kimchi fridge").stdout)
+    assert receipt["turn_bytes"] == len("kimchi fridge") and receipt["status"] == "evidence_found"
 
 
 def test_no_watcher_means_the_cold_path_as_before(example):

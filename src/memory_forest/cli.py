@@ -64,16 +64,16 @@ def run(args: list[str]) -> int:
         return _usage_failure(exc, json_mode)
 
 
-def root_of(args: list[str]) -> str | None:
-    """The forest a command line would open, as the line or the default names it; None for
-    a line that names none or could not run. The warm service answers only lines whose
-    forest is its own."""
+def parsed_line(args: list[str]) -> tuple[str, str, dict[str, Any]] | None:
+    """The operation a command line names, the forest it would open (as the line or the
+    default names it) and its values; None for a line that names no forest or could not
+    run. The warm service answers only lines whose forest is its own."""
     operation, rest = _find(_hoist_json(args)[1])
     if operation is None or not operation.forest:
         return None
     try:
-        root = _parse(operation, rest)["root"]
-        return _root(root)
+        values = _parse(operation, rest)
+        return operation.name, _root(values["root"]), values
     except (UsageError, ForestError):
         return None
 

@@ -142,11 +142,15 @@ class Service:
             return refusal("not_served")
         if not self.current.acquire(timeout=CURRENT_WAIT):
             return refusal("busy")
+        self.current.release()  # current now: a build that starts meanwhile is one a cold
+        # run would race as well, and the index is consistent for both (one transaction)
         try:
             with _as_client(cwd, env_root, stdin) as streams:
-                root = cli.root_of(argv)
-                if root is None or os.path.realpath(root) != os.fspath(self.root):
+                line = cli.parsed_line(argv)
+                if line is None or os.path.realpath(line[1]) != os.fspath(self.root):
                     return refusal("other_forest")
+                if line[0] == "index" and (line[2]["full"] or line[2]["semantic"]):
+                    return refusal("not_served")  # a real build: its own process, its bar
                 try:
                     code = cli.run(argv)
                 except SystemExit as exc:  # nothing below should exit, but never die of it
@@ -156,8 +160,6 @@ class Service:
             return b"ok %d %d\n" % (code, len(out)) + out + err
         except OSError:
             return refusal("client_unreachable")  # its working directory is gone
-        finally:
-            self.current.release()
 
 
 def _log_fault(exc: BaseException) -> None:

@@ -1,4 +1,5 @@
-"""The per-turn client of the warm service: a gate or ``retrieve`` answered by a running watcher.
+"""The per-turn client of the warm service: a gate, ``retrieve`` or ``index`` answered by a
+running watcher.
 
 Every host turn starts a process, and most of its time is spent importing
 and opening what a long-lived process already has open. When ``watch`` runs
@@ -25,36 +26,41 @@ answer.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 
 from . import __version__
 from .warmsocket import ROOT_ENV, SOCKET_NAME, STATE_DIR, request
 
-# The commands the service answers: each reads a forest and writes nothing.
-SERVED = ("gate", "retrieve")
+# The commands the service answers: the per-turn readers, and a plain ``index``, which has
+# nothing to do while the watcher is current (the service runs the others' lines cold).
+SERVED = ("gate", "retrieve", "index")
 
 
 def main() -> None:
     """The ``memory-forest`` command: the warm service's answer, else the CLI."""
-    code = forward(sys.argv[1:])
-    if code is None:
-        from .cli import main as cold
-
-        cold()
-    sys.exit(code)
-
-
-def forward(argv: list[str]) -> int | None:
-    """Run ``argv`` through the forest's warm service; its exit code, or None when the
-    command must run here (see the module docstring)."""
+    argv = sys.argv[1:]
     root = _served_root(argv)
-    if root is None:
-        return None
-    try:  # the gate reads its turn from stdin, retrieve only a QueryPlan given as '-'
-        stdin = sys.stdin.buffer.read() if argv[0] == "gate" or "-" in argv else b""
-    except (OSError, ValueError, AttributeError):
-        return None
+    if root is not None:
+        try:  # the gate reads its turn from stdin, retrieve only a QueryPlan given as '-'
+            stdin = sys.stdin.buffer.read() if argv[0] == "gate" or "-" in argv else None
+        except (OSError, ValueError, AttributeError):
+            stdin = None
+        code = forward(root, argv, stdin or b"")
+        if code is not None:
+            sys.exit(code)
+        if stdin is not None:  # read for the service: the command here reads it again
+            sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding=sys.stdin.encoding,
+                                         errors=sys.stdin.errors)
+    from .cli import main as cold
+
+    cold()
+
+
+def forward(root: str, argv: list[str], stdin: bytes) -> int | None:
+    """Run ``argv`` through the warm service of ``root``; its exit code, or None when the
+    command must run here (see the module docstring)."""
     header = "\0".join([os.getcwd(), os.environ.get(ROOT_ENV, ""), __version__,
                         os.path.dirname(os.path.abspath(__file__)), *argv])
     answer = request(root, "run", header.encode("utf-8", "surrogateescape"), stdin)

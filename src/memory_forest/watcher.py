@@ -52,7 +52,7 @@ from .safety import FILE_MODE, mkdir_private, write_private
 from .service import Service
 from .snapshot import refuse_non_forest
 from .statefiles import CONFIG, STATE_DIR, state_dir
-from .watchstate import LOCK_FILE, STATE_FILE, read_state
+from .watchstate import LOCK_FILE, STATE_FILE, answer_locally, read_state
 
 STEP_MS = 50
 DEBOUNCE_MS = 1600
@@ -95,6 +95,7 @@ class Watcher:
         self.embed_again = False
         self.stopped_by = ""
         self.service = Service(self.root, self.current, self.status)
+        answer_locally(self.root, self.status)
 
     # --- the loop ---------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,15 @@ from .statefiles import state_dir
 
 STATE_FILE = "watch.json"
 LOCK_FILE = "watch.lock"
+
+# In the watcher's own process, its status, asked directly: the service runs ``index``
+# lines there, and would otherwise wait on its own socket.
+_local: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+def answer_locally(root: Path, status: Callable[[], dict[str, Any]]) -> None:
+    """Let this process's ``index`` ask the watcher of ``root`` directly."""
+    _local[os.fspath(root)] = status
 
 
 def read_state(root: Path) -> dict[str, Any] | None:
@@ -64,6 +74,9 @@ def current_build(root: Path) -> dict[str, Any] | None:
 
 
 def _status(root: Path) -> dict[str, Any] | None:
+    local = _local.get(os.path.realpath(root))
+    if local is not None:
+        return local()
     answer = warmsocket.request(os.fspath(root), "status", b"")
     if answer is None or not answer.startswith(b"ok "):
         return None
