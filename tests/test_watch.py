@@ -15,6 +15,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from forestkit import write_doc
 from watching import COLD, Watching, cli, gate_paths, status, until
 
 from memory_forest import __version__, lock, operations, service, warmsocket
+from memory_forest.safety import write_private
 from memory_forest.statefiles import socket_path, state_dir
 
 # Another user cannot run this environment's interpreter when it lives under /root.
@@ -101,6 +103,27 @@ def test_sigterm_stops_it_cleanly(example):
     assert not (state_dir(example) / "watch.json").exists()
     assert lock.state(example)["state"] == "free"
     assert operations.status(example)["watcher"] == {"running": False}
+
+
+def test_another_writers_stale_lock_is_reported_then_the_build_is_tried_again(example):
+    """A killed writer's lock is not the watcher's to remove: it says so in status, turns
+    run cold meanwhile, and once the lock is cleared the next try catches the forest up."""
+    owner = lock.acquire(example, "remember")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    owner["pid"] = child.pid
+    write_private(lock.lock_path(example) / lock.OWNER, json.dumps(owner).encode())
+    write_doc(example, NOTE, "Gochugaru supplier", "The zanzibarred flakes come from the stall.")
+    with Watching(example) as watcher:
+        found = until(lambda: (status(example) or {}).get("error") and status(example),
+                      "the failed build was never reported")
+        assert found["error"] == "lock_stale" and not found["current"]
+        assert operations.status(example)["watcher"]["error"] == "lock_stale"
+        assert NOTE not in gate_paths(example, "zanzibarred")  # cold, and not indexed yet
+        lock.unlock_stale(example)
+        watcher.wait_ready()
+        assert NOTE in gate_paths(example, "zanzibarred")
+        assert any(line.get("reason") == "retry" for line in watcher.lines()), watcher.lines()
 
 
 def test_a_second_watcher_is_refused(watched, example):

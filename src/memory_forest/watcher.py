@@ -59,6 +59,7 @@ DEBOUNCE_MS = 1600
 RESCAN_SECONDS = 600.0
 TICK_MS = 1000  # how often the loop wakes with no event, to rescan and reap the embedder
 LOCK_WAIT = 30.0  # a writer holds the lock for well under a second; a build waits that long
+RETRY_SECONDS = 5.0  # after a failed build (a held or stale lock), how soon to try again
 EMBED_NICE = 10
 _LAYER_DIRS = frozenset(layer.dirname for layer in LAYERS)
 
@@ -88,7 +89,7 @@ class Watcher:
         self.started_at = time.time()
         self.builds = 0
         self.last: dict[str, Any] = {}
-        self.last_built_at = 0.0
+        self.last_built_at = self.tried_at = 0.0
         self.behind_since: float | None = None  # the first event not applied yet
         self.error: str | None = None
         self.embedder: subprocess.Popen[bytes] | None = None
@@ -134,7 +135,9 @@ class Watcher:
                     if changes:
                         self.behind_since = self.behind_since or time.time()
                         self.build("change")
-                    elif time.time() - self.last_built_at >= self.rescan:
+                    elif self.error and time.time() - self.tried_at >= RETRY_SECONDS:
+                        self.build("retry")
+                    elif time.time() - self.tried_at >= self.rescan:
                         self.build("rescan")
                     self._reap_embedder()
                     if self.stop.is_set():
@@ -161,6 +164,7 @@ class Watcher:
     def build(self, reason: str, progress: Any = None) -> None:
         """One incremental build under the writer lock; the service waits for it."""
         with self.current:
+            self.tried_at = time.time()
             try:
                 with lock.held(self.root, "watch", wait=LOCK_WAIT):
                     summary = index.build(self.forest, progress=progress)
