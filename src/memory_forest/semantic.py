@@ -45,6 +45,7 @@ from .testhooks import crash_point
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Iterator
 
     from .building import Progress
     from .forest import Forest
@@ -150,7 +151,7 @@ def enabled(root: Path) -> bool:
 
 
 def embed(forest: Forest, enable: bool = False, budget: float | None = None,
-          progress: Progress | None = None) -> dict[str, Any]:
+          progress: Progress | None = None, workers: int | None = None) -> dict[str, Any]:
     """Embed the structured documents the vectors do not hold yet (caller built the index).
 
     ``enable`` turns semantic ranking on first (``index --semantic``); without
@@ -160,6 +161,12 @@ def embed(forest: Forest, enable: bool = False, budget: float | None = None,
     no new batch starts once the budget is spent. Vectors of bytes no indexed
     document holds any more are dropped. A file that changed since it was
     indexed is skipped: its vectors follow its next ``index``.
+
+    A run of a few batches embeds here; a longer one on ``workers`` processes
+    (default: one per core, ``semantic_pool``). Run it at a lower priority
+    from a process of its own (``watch`` starts ``index --semantic`` with a
+    raised nice value): the workers inherit it, and readers never wait on
+    it, since a reader reads the vectors file as the last batch left it.
     """
     started = time.monotonic()
     root = forest.root
@@ -194,24 +201,15 @@ def embed(forest: Forest, enable: bool = False, budget: float | None = None,
             with vectors:
                 vectorfile.set_vectors_meta(vectors, MODEL_STAMP_KEY, embedder.stamp)
                 semantic_null.save(vectors, embedder)
-            for start in range(0, len(todo), EMBED_BATCH):
-                if budget is not None and time.monotonic() - started >= budget:
-                    break
-                batch = []
-                for sha, path in todo[start:start + EMBED_BATCH]:
-                    try:
-                        st = os.lstat(root / path)
-                    except OSError:
-                        skipped += 1
-                        continue
-                    facts, text, _, _ = read_one(root, Entry(path, st.st_size, st.st_mtime_ns,
-                                                             st.st_ino), limits, True)
-                    if facts is None or facts.sha256 != sha:
-                        skipped += 1  # changed since indexed (or unreadable): next index
-                        continue
-                    batch.append((sha, chunks(facts.title or parse_route(path).name, text)))
-                passages = [passage for _, texts in batch for passage in texts]
-                matrix = embedder.passages(passages) if passages else None
+            # The pool's module loads multiprocessing: a turn that only ranks never pays for it.
+            from . import semantic_pool
+
+            batches = _read_batches(root, todo, limits, started, budget)
+            pooled = len(todo) >= semantic_pool.MIN_POOLED_BATCHES * EMBED_BATCH
+            for (batch, skips), matrix in semantic_pool.embedded(
+                    batches, embedder.passages, embedder.stamp,
+                    workers if workers is not None else semantic_pool.workers()
+                    if pooled else 1):
                 with vectors:
                     _new_generation(vectors)
                     row = 0
@@ -219,12 +217,13 @@ def embed(forest: Forest, enable: bool = False, budget: float | None = None,
                         block = matrix[row:row + len(texts)].astype("<f2")
                         vectorfile.put_vectors(vectors, sha, [vector.tobytes() for vector in block])
                         row += len(texts)
+                skipped += skips
                 done += len(batch)
-                chunk_count += len(passages)
+                chunk_count += sum(len(texts) for _, texts in batch)
                 stats["documents"] += len(batch)
                 crash_point("embedding")
                 if progress:
-                    progress(min(start + EMBED_BATCH, len(todo)), len(todo))
+                    progress(done + skipped, len(todo))
         have = vectorfile.embedded_hashes(vectors)
         generation = vectorfile.vectors_meta(vectors, GENERATION_KEY)
         if generation and semantic_cache.read(root, generation) is None:
@@ -235,6 +234,31 @@ def embed(forest: Forest, enable: bool = False, budget: float | None = None,
             "skipped": skipped, "pruned": pruned, "remaining": len(todo) - done - skipped,
             "documents": sum(1 for _, sha in wanted if sha in have),
             "embeddable": len(wanted), "seconds": round(time.monotonic() - started, 3)}
+
+
+def _read_batches(root: Path, todo: list[tuple[str, str]], limits: dict[str, int],
+                  started: float, budget: float | None
+                  ) -> Iterator[tuple[tuple[list[tuple[str, list[str]]], int], list[str]]]:
+    """``EMBED_BATCH`` documents at a time, read and cut into passages: each batch's
+    documents with their passages and how many were passed over, and its passages in
+    order. No batch starts once ``budget`` seconds are spent."""
+    for start in range(0, len(todo), EMBED_BATCH):
+        if budget is not None and time.monotonic() - started >= budget:
+            return
+        batch, skipped = [], 0
+        for sha, path in todo[start:start + EMBED_BATCH]:
+            try:
+                st = os.lstat(root / path)
+            except OSError:
+                skipped += 1
+                continue
+            facts, text, _, _ = read_one(root, Entry(path, st.st_size, st.st_mtime_ns,
+                                                     st.st_ino), limits, True)
+            if facts is None or facts.sha256 != sha:
+                skipped += 1  # changed since indexed (or unreadable): next index
+                continue
+            batch.append((sha, chunks(facts.title or parse_route(path).name, text)))
+        yield (batch, skipped), [passage for _, texts in batch for passage in texts]
 
 
 def _new_generation(vectors: sqlite3.Connection) -> None:
