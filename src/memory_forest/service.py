@@ -31,6 +31,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,8 @@ class Service:
                     answer = self._answer(conn)
                 except Exception as exc:  # noqa: BLE001 - a fault answers one request, never
                     # ends the service: the client runs the command itself
-                    _log_fault(exc)
+                    log({"event": "service_fault", "error": type(exc).__name__,
+                         "message": str(exc)[:200]})
                     answer = refusal("service_fault")
                 try:
                     if answer is not None:
@@ -162,9 +164,11 @@ class Service:
             return refusal("client_unreachable")  # its working directory is gone
 
 
-def _log_fault(exc: BaseException) -> None:
-    line = json.dumps({"event": "service_fault", "error": type(exc).__name__,
-                       "message": str(exc)[:200]}) + "\n"
+def log(record: dict[str, Any]) -> None:
+    """One JSON line on file descriptor 2 (the journal under a service manager): the
+    watcher's and the service's log. Never through ``sys.stderr``, which the service swaps
+    while it answers a request."""
+    line = json.dumps({"at": round(time.time(), 3), **record}, ensure_ascii=False) + "\n"
     try:
         os.write(2, line.encode("utf-8"))
     except OSError:

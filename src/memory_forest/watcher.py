@@ -49,7 +49,7 @@ from .forest import Forest, ForestLike, opened
 from .jsonio import dumps
 from .layers import LAYERS
 from .safety import FILE_MODE, mkdir_private, write_private
-from .service import Service
+from .service import Service, log
 from .snapshot import refuse_non_forest
 from .statefiles import CONFIG, STATE_DIR, state_dir
 from .watchstate import LOCK_FILE, STATE_FILE, answer_locally, read_state
@@ -145,7 +145,7 @@ class Watcher:
             except (OSError, RuntimeError) as exc:
                 # The event source failed (a watch limit, an overflow it could not recover):
                 # rebuild from a walk, then watch again by polling the files' stats.
-                _log({"event": "watch_failed", "error": type(exc).__name__})
+                log({"event": "watch_failed", "error": type(exc).__name__})
                 polling = True
                 self.build("restart")
 
@@ -173,12 +173,12 @@ class Watcher:
                 # A held lock or a forest-level fault: the next event or rescan tries again,
                 # and status says what is wrong until then.
                 self.error = exc.code
-                _log({"event": "build_failed", "reason": reason, "code": exc.code})
+                log({"event": "build_failed", "reason": reason, "code": exc.code})
                 return
             self.error, self.last, self.last_built_at = None, summary, time.time()
             self.builds += 1
             self.behind_since = None
-        _log({"event": "built", "reason": reason, "mode": summary.get("mode"),
+        log({"event": "built", "reason": reason, "mode": summary.get("mode"),
               **{key: summary.get(key, 0) for key in ("added", "changed", "deleted")},
               "seconds": summary.get("seconds")})
         self._save()
@@ -263,19 +263,9 @@ class Watcher:
         found = lock.state(self.root)
         if found["state"] == "stale" and found["owner"].get("command") == "watch":
             lock.unlock_stale(self.root)
-            _log({"event": "stale_lock_removed", "pid": found["owner"].get("pid")})
+            log({"event": "stale_lock_removed", "pid": found["owner"].get("pid")})
 
     def _save(self) -> None:
         state = {"pid": os.getpid(), "started_at": self.started_at,
                  "socket": os.fspath(self.service.path)}
         write_private(state_dir(self.root) / STATE_FILE, dumps(state).encode("utf-8"))
-
-
-def _log(record: dict[str, Any]) -> None:
-    """One JSON line on file descriptor 2 (the journal under a service manager); never
-    through ``sys.stderr``, which the service swaps while it answers a request."""
-    line = dumps({"at": round(time.time(), 3), **record}) + "\n"
-    try:
-        os.write(2, line.encode("utf-8"))
-    except OSError:
-        pass
