@@ -3,6 +3,7 @@ file is that file's problem. Through the real CLI, on a real forest."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -13,8 +14,10 @@ import pytest
 from conftest import run_cli
 from forestkit import index_rows, write_file
 
+from memory_forest import operations
+from memory_forest.config import DEFAULT_LIMITS
 from memory_forest.ignore import is_debris
-from memory_forest.safety import walk
+from memory_forest.safety import walk, write_private
 
 KIMCHI = "04 stm/kitchen/fermentation/kimchi-batch-7.md"
 BRANCH_DIR = "04 stm/kitchen/fermentation"
@@ -94,6 +97,19 @@ def test_the_walk_never_looks_behind_a_debris_name(tmp_path):
     listing = walk(root, {"max_dirs": 10, "max_depth": 5, "max_files": 10,
                           "max_total_bytes": 10, "max_file_bytes": 10})
     assert (listing.files, listing.issues, listing.ignored) == ([], [], 2)
+
+
+def test_derived_state_never_counts_against_the_forest_byte_limit(example, tmp_path):
+    """At 200,000 documents with vectors the state directory holds gigabytes; the limit
+    guards memory, so a big index (here, beside a small limit) never fails the next build."""
+    config = json.loads((example / ".memory-forest" / "forest.json").read_text())
+    index_bytes = (example / ".memory-forest" / "index.sqlite3").stat().st_size
+    canonical = walk(example, DEFAULT_LIMITS).total_bytes
+    assert canonical < index_bytes  # not vacuous: the index alone would cross the limit
+    config["limits"] = {"max_total_bytes": canonical + index_bytes // 2}
+    write_private(example / ".memory-forest" / "forest.json", json.dumps(config).encode())
+    assert operations.index(example)["problems"] == []
+    assert operations.status(example)["ready"]
 
 
 # --- modes ---------------------------------------------------------------------------------

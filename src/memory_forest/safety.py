@@ -19,6 +19,7 @@ from .errors import ForestError
 from .ignore import IGNORED_ROOT, is_debris
 from .issues import Issue
 from .testhooks import crash_point
+from .warmsocket import STATE_DIR
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -66,6 +67,9 @@ class Walk:
         self.top_files: list[str] = []  # regular files directly under the walk's top
 
 
+_STATE_PREFIX = STATE_DIR + "/"
+
+
 def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
     """List every file and directory under ``root`` without following anything.
 
@@ -73,7 +77,9 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
     and editor directories at the root (and git's files there) are skipped
     entirely, and so is editor and OS debris anywhere (``ignore.is_debris``;
     counted, never stat'ed or reported). Crossing a count, depth or byte limit fails closed with
-    ``limit_exceeded``.
+    ``limit_exceeded``. The byte limit is memory's: the derived state under
+    ``.memory-forest/`` (an index, vectors and their cache grow to gigabytes
+    at 200,000 documents) is listed but never counted toward it.
 
     One ``lstat`` per entry and nothing else: an incremental build compares
     size, mtime and inode with what the index holds, so this loop is what a
@@ -117,7 +123,8 @@ def walk(root: Path, limits: dict[str, int], under: str = "") -> Walk:
                 files.append(make(Entry, (rel, st.st_size, st.st_mtime_ns, st.st_ino)))
                 if not rel_dir:
                     result.top_files.append(rel)
-                total += st.st_size
+                if not rel.startswith(_STATE_PREFIX):
+                    total += st.st_size
                 if len(files) > max_files or total > max_bytes:
                     result.total_bytes = total
                     _limit(limits, "max_files", len(files))
