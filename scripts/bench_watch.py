@@ -79,6 +79,7 @@ def main() -> None:
             source, stamp = prepared_forest(base or work / f"generated-{docs}", docs)
             report["sizes"].append(one_size(args, source, stamp["documents"], work,
                                             embed_one=args.semantic and number == 0))
+            progress(json.dumps(report["sizes"][-1]))  # a later size's failure keeps this one
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=2))

@@ -196,7 +196,7 @@ def test_a_line_for_another_forest_runs_in_its_own_process(watched, example, tmp
     operations.index(other)
     before = status(example)["answered"]
     # The socket of the watched forest, a command line naming another one: refused.
-    header = "\0".join([os.getcwd(), str(example), __version__, service.PACKAGE_DIR,
+    header = "\0".join([os.getcwd(), str(example), __version__, warmsocket.PACKAGE_DIR,
                         "gate", str(other)]).encode()
     assert _raw(example, b"MF1 run %d\n" % len(header) + header + b"kimchi").startswith(
         b"refused other_forest")

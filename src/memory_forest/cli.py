@@ -16,6 +16,7 @@ and ``retrieve`` and ``gate`` import only the retrieval path.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -64,18 +65,24 @@ def run(args: list[str]) -> int:
         return _usage_failure(exc, json_mode)
 
 
-def parsed_line(args: list[str]) -> tuple[str, str, dict[str, Any]] | None:
-    """The operation a command line names, the forest it would open (as the line or the
-    default names it) and its values; None for a line that names no forest or could not
-    run. The warm service answers only lines whose forest is its own."""
+def warm_line(args: list[str], root: str) -> int | str:
+    """Run a command line the warm service of ``root`` was handed: its exit code, or why it
+    ran nothing (the client then runs it itself). The service answers only lines whose
+    forest, as this parser reads the line, is its own, and leaves a real build (``index
+    --full`` or ``--semantic``) to a process of its own, with its own progress bar."""
     operation, rest = _find(_hoist_json(args)[1])
     if operation is None or not operation.forest:
-        return None
+        return "not_served"
     try:
         values = _parse(operation, rest)
-        return operation.name, _root(values["root"]), values
+        named = _root(values["root"])
     except (UsageError, ForestError):
-        return None
+        return "other_forest"  # not a line the service can vouch for: run it cold
+    if os.path.realpath(named) != root:
+        return "other_forest"
+    if operation.name == "index" and (values["full"] or values["semantic"]):
+        return "not_served"
+    return run(args)
 
 
 def _hoist_json(args: list[str]) -> tuple[bool, list[str]]:
@@ -316,7 +323,8 @@ def _serve() -> Callable[..., Any]:
 def _watch() -> Callable[..., Any]:
     from .watcher import watch
 
-    return watch
+    # The watcher's service runs the lines it is handed through this parser and ``run``.
+    return functools.partial(watch, run_line=warm_line)
 
 
 def _completion() -> Callable[..., Any]:

@@ -9,15 +9,16 @@ with one answer, and then closes the connection:
 - a request is read for at most ``READ_SECONDS`` and ``MAX_REQUEST_BYTES``;
   one longer or slower is refused and the service goes on;
 - a command line runs only when its forest, parsed by the CLI's own parser
-  from the client's working directory, is this service's forest, the
-  client is the same installed package, and the watcher is current (it
+  from the client's working directory, is this service's forest (``run_line``
+  says), the client is the same installed package, and the watcher is current (it
   holds ``current`` while it applies a change; the service waits at most
   ``CURRENT_WAIT`` for it). Otherwise the answer says so and the client
   runs the command itself (``warm``).
 
-A command runs through ``cli.run``, the cold path's own code, with the
-client's stdin, working directory and root variable, so the bytes it prints
-are the cold path's. Requests are serialized, and the watcher writes its own
+A command runs through the CLI's own parser and ``run`` (handed in as
+``run_line``: the CLI starts the watcher), the cold path's own code, with
+the client's stdin, working directory and root variable, so the bytes it
+prints are the cold path's. Requests are serialized, and the watcher writes its own
 log lines to file descriptor 2, never through ``sys.stderr``, so swapping the
 standard streams for one request captures that request's output only.
 """
@@ -36,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import __version__, cli, warm, warmsocket
+from . import __version__, warmsocket
 from .gate import MAX_HOOK_BYTES
 from .statefiles import socket_path
 
@@ -45,17 +46,18 @@ MAX_REQUEST_BYTES = MAX_HOOK_BYTES + HEADER_BYTES
 READ_SECONDS = 2.0
 CURRENT_WAIT = 1.0
 ACCEPT_SECONDS = 0.25  # how often the accept loop looks whether it was asked to stop
-PACKAGE_DIR = os.path.dirname(os.path.abspath(warm.__file__))
 
 
 class Service:
     """The socket and the thread that answers it, for one forest."""
 
     def __init__(self, root: Path, current: threading.Lock,
-                 status: Callable[[], dict[str, Any]]) -> None:
+                 status: Callable[[], dict[str, Any]],
+                 run_line: Callable[[list[str], str], int | str]) -> None:
         self.root = root
         self.current = current
         self.status = status
+        self.run_line = run_line  # the CLI's: an exit code, or why it ran nothing
         self.path = socket_path(root)
         self.answered = 0
         self._stop = threading.Event()
@@ -138,9 +140,9 @@ class Service:
         if len(fields) < 5:
             return refusal("request_malformed")
         cwd, env_root, version, package, *argv = fields
-        if (version, package) != (__version__, PACKAGE_DIR):
+        if (version, package) != (__version__, warmsocket.PACKAGE_DIR):
             return refusal("other_package")
-        if argv[0] not in warm.SERVED:
+        if argv[0] not in warmsocket.SERVED:
             return refusal("not_served")
         if not self.current.acquire(timeout=CURRENT_WAIT):
             return refusal("busy")
@@ -148,15 +150,13 @@ class Service:
         # run would race as well, and the index is consistent for both (one transaction)
         try:
             with _as_client(cwd, env_root, stdin) as streams:
-                line = cli.parsed_line(argv)
-                if line is None or os.path.realpath(line[1]) != os.fspath(self.root):
-                    return refusal("other_forest")
-                if line[0] == "index" and (line[2]["full"] or line[2]["semantic"]):
-                    return refusal("not_served")  # a real build: its own process, its bar
                 try:
-                    code = cli.run(argv)
+                    outcome = self.run_line(argv, os.fspath(self.root))
                 except SystemExit as exc:  # nothing below should exit, but never die of it
-                    code = exc.code if isinstance(exc.code, int) else 1
+                    outcome = exc.code if isinstance(exc.code, int) else 1
+            if isinstance(outcome, str):
+                return refusal(outcome)
+            code = outcome
             self.answered += 1
             out, err = streams.printed()
             return b"ok %d %d\n" % (code, len(out)) + out + err

@@ -31,11 +31,7 @@ import os
 import sys
 
 from . import __version__
-from .warmsocket import ROOT_ENV, SOCKET_NAME, STATE_DIR, request
-
-# The commands the service answers: the per-turn readers, and a plain ``index``, which has
-# nothing to do while the watcher is current (the service runs the others' lines cold).
-SERVED = ("gate", "retrieve", "index")
+from .warmsocket import PACKAGE_DIR, ROOT_ENV, SERVED, SOCKET_NAME, STATE_DIR, request
 
 
 def main() -> None:
@@ -61,8 +57,8 @@ def main() -> None:
 def forward(root: str, argv: list[str], stdin: bytes) -> int | None:
     """Run ``argv`` through the warm service of ``root``; its exit code, or None when the
     command must run here (see the module docstring)."""
-    header = "\0".join([os.getcwd(), os.environ.get(ROOT_ENV, ""), __version__,
-                        os.path.dirname(os.path.abspath(__file__)), *argv])
+    header = "\0".join([os.getcwd(), os.environ.get(ROOT_ENV, ""), __version__, PACKAGE_DIR,
+                        *argv])
     answer = request(root, "run", header.encode("utf-8", "surrogateescape"), stdin)
     if answer is None:
         return None

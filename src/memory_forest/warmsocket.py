@@ -26,6 +26,11 @@ MAGIC = b"MF1"
 # answers one request at a time, each in milliseconds; past this it is stuck, not busy.
 ANSWER_SECONDS = 3.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
+# The commands the service answers: the per-turn readers, and a plain ``index``, which has
+# nothing to do while the watcher is current.
+SERVED = ("gate", "retrieve", "index")
+# Which installed copy of the package a client or the service is: they talk only to their own.
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # Unix socket addresses are at most 108 bytes; a longer path is reached from its directory.
 MAX_ADDRESS = 100
 

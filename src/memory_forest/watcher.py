@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,22 +65,24 @@ EMBED_NICE = 10
 _LAYER_DIRS = frozenset(layer.dirname for layer in LAYERS)
 
 
-def watch(forest: ForestLike, rescan: float = RESCAN_SECONDS,
-          progress: Any = None) -> dict[str, Any]:
-    """Keep the index current and answer turns warm until a stop signal (SIGTERM, SIGINT)."""
+def watch(forest: ForestLike, rescan: float = RESCAN_SECONDS, progress: Any = None, *,
+          run_line: Callable[[list[str], str], int | str]) -> dict[str, Any]:
+    """Keep the index current and answer turns warm until a stop signal (SIGTERM, SIGINT).
+
+    ``run_line`` runs a command line the service is handed (``cli.warm_line``)."""
     with opened(forest) as forest:
         refuse_non_forest(forest.root)
         if not rescan > 0:
             raise usage_error("rescan_out_of_range", "--rescan takes a positive number of "
                               "seconds", rescan=str(rescan))
-        return result("watch", **Watcher(forest, rescan, progress).run())
+        return result("watch", **Watcher(forest, run_line, rescan, progress).run())
 
 
 class Watcher:
     """One forest's watcher: its builds, its service, its embedder and what it reports."""
 
-    def __init__(self, forest: Forest, rescan: float = RESCAN_SECONDS,
-                 progress: Any = None) -> None:
+    def __init__(self, forest: Forest, run_line: Callable[[list[str], str], int | str],
+                 rescan: float = RESCAN_SECONDS, progress: Any = None) -> None:
         self.forest = forest
         self.root = Path(os.path.realpath(forest.root))
         self.rescan = rescan
@@ -95,7 +98,7 @@ class Watcher:
         self.embedder: subprocess.Popen[bytes] | None = None
         self.embed_again = False
         self.stopped_by = ""
-        self.service = Service(self.root, self.current, self.status)
+        self.service = Service(self.root, self.current, self.status, run_line)
         answer_locally(self.root, self.status)
 
     # --- the loop ---------------------------------------------------------------------------
