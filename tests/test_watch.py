@@ -73,6 +73,26 @@ def test_a_hand_written_note_is_found_edited_renamed_and_gone(watched, example):
     assert gate_paths(example, "quixotical", **COLD) == []
 
 
+def test_a_note_is_applied_at_once_and_the_forest_judged_once_quiet(watched, example):
+    write_doc(example, NOTE, "Gochugaru supplier", "The zanzibarred flakes come from the stall.")
+    until(lambda: NOTE in gate_paths(example, "zanzibarred"), "the new note was never found")
+    settled = until(lambda: (status(example) or {}).get("settled") and watched.lines(),
+                    "the forest was never judged after the edit")
+    events = [(line["event"], line.get("reason")) for line in settled]
+    applied = events.index(("applied", None))
+    assert ("built", "settle") in events[applied:], events
+    assert operations.index(example)["mode"] == "watched"
+
+
+def test_a_folder_renamed_by_hand_goes_through_the_build(watched, example):
+    branch = "04 stm/kitchen/fermentation"
+    os.rename(example / branch, example / (branch + "-old"))
+    moved = f"{branch}-old/kimchi-batch-7.md"
+    until(lambda: moved in gate_paths(example, "kimchi fridge"), "the moved leaf was not found")
+    assert ("built", "change") in [(line["event"], line.get("reason"))
+                                   for line in watched.lines()]
+
+
 def test_index_has_nothing_to_do_while_the_watcher_is_current(watched, example):
     done = operations.index(example)
     assert done["mode"] == "watched" and done["added"] == done["changed"] == 0

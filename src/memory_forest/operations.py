@@ -158,7 +158,10 @@ def index(forest: ForestLike, full: bool = False, progress: Any = None,
           wait: float = DEFAULT_WAIT, semantic: bool = False) -> dict[str, Any]:
     """Validate and audit, then bring the derived index up to date, holding the lock.
 
-    Documents with errors are quarantined, not fatal (``index.build``).
+    Documents with errors are quarantined, not fatal (``index.build``). While a
+    watcher runs and has applied every change it saw, there is nothing to
+    build (``"mode": "watched"``), and neither the lock nor a walk is taken;
+    ``full`` builds anyway. The watcher's own embedder is such a run.
     ``semantic`` turns semantic ranking on for the forest and then embeds
     every structured document that has no vectors yet (``semantic.embed``),
     after the lock is released: embedding takes minutes, writers need not
@@ -168,12 +171,13 @@ def index(forest: ForestLike, full: bool = False, progress: Any = None,
     started = time.perf_counter()
     with opened(forest) as forest:
         refuse_non_forest(forest.root)  # before the lock, which is written beside the root
-        watched = None if full or semantic else current_build(forest.root)
-        if watched is not None:  # a watcher has applied every change: nothing to do
-            return result("index", **_nothing_changed(watched, started))
-        with lock.held(forest.root, "index --full" if full else "index", wait=wait):
-            summary = build(forest, full=full, progress=progress)
-        forest.forget_index()  # a full build replaced the file the handle may have open
+        watched = None if full else current_build(forest.root)
+        if watched is not None:  # a watcher has applied every change: nothing to build
+            summary = _nothing_changed(watched, started)
+        else:
+            with lock.held(forest.root, "index --full" if full else "index", wait=wait):
+                summary = build(forest, full=full, progress=progress)
+            forest.forget_index()  # a full build replaced the file the handle may have open
         if semantic:
             embedding = None if progress is None else _phase(progress, "embedding")
             # Outside the lock, but a stop signal still ends it as one 'interrupted' object;

@@ -4,17 +4,22 @@ The watcher is one long-lived process per forest:
 
 - It listens for file-system events under the layers and the forest's
   config (``watchfiles``, which batches them: a batch ends after
-  ``STEP_MS`` of quiet, or ``DEBOUNCE_MS`` after its first event). Each
-  batch runs the incremental build, the same ``index`` path a person or
-  the scheduler runs, holding the writer lock only while it applies.
-  Derived state never reaches a canonical file, so the build needs no more
-  than the event to start it: it re-derives whatever changed on disk.
+  ``STEP_MS`` of quiet, or ``DEBOUNCE_MS`` after its first event). The
+  documents a batch names are re-described as a writer's own are after
+  its write (``index.update_paths``: no walk, so milliseconds at any
+  size), and once the files have been quiet for ``SETTLE_SECONDS`` the
+  incremental build, the same ``index`` path a person or the scheduler
+  runs, judges the forest (problems, links, ids) and catches anything an
+  event did not name. A batch only a walk can read (a directory, the
+  config, a file that cannot be read as a document) goes to the build at
+  once. Both hold the writer lock only while they apply.
 - A build also runs at start (so changes made while no watcher ran are
   caught), every ``rescan`` seconds, and after the event source fails; a
   lost event costs at most one rescan period, never a wrong index.
 - With semantic ranking on, a child ``index --semantic`` at low priority
-  embeds what has no vectors after each build that changed something; it
-  commits batch by batch, so a stop loses nothing it finished.
+  embeds whatever has no vectors (while the watcher is current, that run
+  builds nothing and takes no lock); it commits batch by batch, so a stop
+  loses nothing it finished.
 - The warm service (``service``) answers gate and retrieve requests on a
   socket in the state directory while the watcher runs.
 
@@ -47,6 +52,7 @@ from . import index, lock, semantic
 from .envelope import result
 from .errors import ForestError, usage_error
 from .forest import Forest, ForestLike, opened
+from .ignore import is_debris
 from .jsonio import dumps
 from .layers import LAYERS
 from .safety import FILE_MODE, mkdir_private, write_private
@@ -60,6 +66,9 @@ DEBOUNCE_MS = 1600
 RESCAN_SECONDS = 600.0
 TICK_MS = 1000  # how often the loop wakes with no event, to rescan and reap the embedder
 LOCK_WAIT = 30.0  # a writer holds the lock for well under a second; a build waits that long
+# A build judges the whole forest (problems, links, ids); after a burst of edits, once
+# the files have been quiet this long.
+SETTLE_SECONDS = 2.0
 RETRY_SECONDS = 5.0  # after a failed build (a held or stale lock), how soon to try again
 EMBED_NICE = 10
 _LAYER_DIRS = frozenset(layer.dirname for layer in LAYERS)
@@ -93,6 +102,7 @@ class Watcher:
         self.builds = 0
         self.last: dict[str, Any] = {}
         self.last_built_at = self.tried_at = 0.0
+        self.settle_at: float | None = None  # when the events' files get their build
         self.behind_since: float | None = None  # the first event not applied yet
         self.error: str | None = None
         self.embedder: subprocess.Popen[bytes] | None = None
@@ -137,7 +147,9 @@ class Watcher:
                         yield_on_timeout=True, force_polling=polling, raise_interrupt=False):
                     if changes:
                         self.behind_since = self.behind_since or time.time()
-                        self.build("change")
+                        self.apply(changes)
+                    elif self.settle_at and time.time() >= self.settle_at:
+                        self.build("settle")
                     elif self.error and time.time() - self.tried_at >= RETRY_SECONDS:
                         self.build("retry")
                     elif time.time() - self.tried_at >= self.rescan:
@@ -164,6 +176,49 @@ class Watcher:
 
     # --- building ---------------------------------------------------------------------------
 
+    def apply(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
+        """Re-describe the documents a batch of events names, as a writer does after its
+        write (``index.update_paths``: no walk, milliseconds at any size), then judge the
+        forest with a build once the events have been quiet for ``SETTLE_SECONDS``. A
+        batch only a walk can read (a directory, the config, a file that is no document
+        or cannot be read as one) goes through the build at once."""
+        paths = self._documents(changes)
+        if paths is None:
+            self.build("change")
+            return
+        with self.current:
+            self.tried_at = time.time()
+            try:
+                with lock.held(self.root, "watch", wait=LOCK_WAIT):
+                    done = index.update_paths(self.forest, paths) if paths else None
+                self.forest.forget_index()
+            except ForestError:
+                done = None  # not readable as a document: the build judges it
+            if done is not None:
+                self.behind_since, self.settle_at = None, time.time() + SETTLE_SECONDS
+        if done is None and paths:
+            self.build("change")
+            return
+        if done is not None:
+            log({"event": "applied", **{key: done[key] for key in (
+                "added", "changed", "deleted", "seconds")}})
+            self._embed()
+
+    def _documents(self, changes: set[tuple[watchfiles.Change, str]]) -> set[str] | None:
+        """The documents the events name (editor and tool debris left out), or None when
+        a walk must say what changed."""
+        paths = set()
+        for _, path in changes:
+            rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+            name = rel.rsplit("/", 1)[-1]
+            if is_debris(name):
+                continue
+            if "/" not in rel or not rel.endswith((".md", ".jsonl")) or \
+                    os.path.isdir(path):
+                return None
+            paths.add(rel)
+        return paths
+
     def build(self, reason: str, progress: Any = None) -> None:
         """One incremental build under the writer lock; the service waits for it."""
         with self.current:
@@ -180,7 +235,7 @@ class Watcher:
                 return
             self.error, self.last, self.last_built_at = None, summary, time.time()
             self.builds += 1
-            self.behind_since = None
+            self.behind_since = self.settle_at = None
         log({"event": "built", "reason": reason, "mode": summary.get("mode"),
               **{key: summary.get(key, 0) for key in ("added", "changed", "deleted")},
               "seconds": summary.get("seconds")})
@@ -193,6 +248,7 @@ class Watcher:
         behind = self.behind_since
         return {"pid": os.getpid(), "root": os.fspath(self.root), "started_at": self.started_at,
                 "current": not applying and behind is None and self.error is None,
+                "settled": self.settle_at is None,
                 "applying": applying, "error": self.error,
                 "behind_seconds": 0.0 if behind is None else round(time.time() - behind, 3),
                 "last_built_at": self.last_built_at, "builds": self.builds,

@@ -65,10 +65,11 @@ def _alive(pid: Any) -> bool:
 
 
 def current_build(root: Path) -> dict[str, Any] | None:
-    """The last build's summary when a watcher runs on ``root`` and has applied every change
-    it has seen: ``index`` then has nothing to do."""
+    """The last build's summary when a watcher runs on ``root``, has applied every change
+    it has seen and judged the forest since: ``index`` then has nothing to do."""
     status = _status(root)
-    if status is None or not status.get("current") or not status.get("last"):
+    if status is None or not (status.get("current") and status.get("settled")) or \
+            not status.get("last"):
         return None
     return status["last"]
 
