@@ -103,6 +103,7 @@ def one_size(args: argparse.Namespace, source: Path, documents: int, work: Path,
     try:
         figures["turn_ms"] = turns(root, queries, args.rounds, args.semantic)
         figures["edit_to_findable_ms"] = edits(root, args.edits)
+        quiet(root)  # the edits judged, their vectors made: index and idle are measured after
         figures["index_watched_ms"] = index_wall(root)
         figures["idle"] = idle(watcher.pid)
         if embed_one:
@@ -127,6 +128,19 @@ def start_watcher(root: Path, work: Path) -> subprocess.Popen:
             return proc
         time.sleep(0.2)
     raise SystemExit(f"the watcher of {root} never became current")
+
+
+def quiet(root: Path) -> None:
+    """Wait until the watcher has judged every edit and its embedder has finished."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        answer = warmsocket.request(str(root), "status", b"")
+        status = json.loads(answer.partition(b"\n")[2]) if answer and \
+            answer.startswith(b"ok ") else {}
+        if status.get("current") and status.get("settled") and not status.get("embedding"):
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"the watcher of {root} never settled")
 
 
 def turns(root: Path, queries: list[str], rounds: int, fused: bool) -> dict:

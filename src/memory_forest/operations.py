@@ -171,7 +171,7 @@ def index(forest: ForestLike, full: bool = False, progress: Any = None,
     started = time.perf_counter()
     with opened(forest) as forest:
         refuse_non_forest(forest.root)  # before the lock, which is written beside the root
-        watched = None if full else current_build(forest.root)
+        watched = None if full else current_build(forest.root, judged=not semantic)
         if watched is not None:  # a watcher has applied every change: nothing to build
             summary = _nothing_changed(watched, started)
         else:

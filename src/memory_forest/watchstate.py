@@ -64,12 +64,13 @@ def _alive(pid: Any) -> bool:
     return True
 
 
-def current_build(root: Path) -> dict[str, Any] | None:
-    """The last build's summary when a watcher runs on ``root``, has applied every change
-    it has seen and judged the forest since: ``index`` then has nothing to do."""
+def current_build(root: Path, judged: bool = True) -> dict[str, Any] | None:
+    """The last build's summary when a watcher runs on ``root`` and has applied every change
+    it has seen, and (``judged``) judged the forest since: ``index`` then has nothing to
+    build. Embedding needs only the first: the index's rows name every document's bytes."""
     status = _status(root)
-    if status is None or not (status.get("current") and status.get("settled")) or \
-            not status.get("last"):
+    if status is None or not status.get("current") or not status.get("last") or \
+            (judged and not status.get("settled")):
         return None
     return status["last"]
 
