@@ -142,7 +142,7 @@ class Watcher:
         while not self.stop.is_set():
             try:
                 for changes in watchfiles.watch(
-                        self.root, watch_filter=self._relevant, debounce=DEBOUNCE_MS,
+                        *self._watched(), watch_filter=self._relevant, debounce=DEBOUNCE_MS,
                         step=STEP_MS, stop_event=self.stop, rust_timeout=TICK_MS,
                         yield_on_timeout=True, force_polling=polling, raise_interrupt=False):
                     if changes:
@@ -163,6 +163,14 @@ class Watcher:
                 log({"event": "watch_failed", "error": type(exc).__name__})
                 polling = True
                 self.build("restart")
+
+    def _watched(self) -> list[Path]:
+        """The layers and the config, never the whole root: the index, vectors and their
+        cache are written under it, and their events (hundreds of megabytes of cache at
+        100,000 documents) would hold every batch open until its longest wait."""
+        config = state_dir(self.root) / CONFIG
+        paths = [self.root / name for name in sorted(_LAYER_DIRS) if (self.root / name).is_dir()]
+        return paths + ([config] if config.is_file() else [])
 
     def _relevant(self, change: watchfiles.Change, path: str) -> bool:
         """An event the index can depend on: under a layer, or the forest's config."""
