@@ -64,7 +64,7 @@ from .watchstate import LOCK_FILE, STATE_FILE, answer_locally, read_state
 STEP_MS = 50
 DEBOUNCE_MS = 1600
 RESCAN_SECONDS = 600.0
-TICK_MS = 1000  # how often the loop wakes with no event, to rescan and reap the embedder
+TICK_MS = 1000  # how often the loop wakes with no event, to settle, retry or rescan
 LOCK_WAIT = 30.0  # a writer holds the lock for well under a second; a build waits that long
 # A build judges the whole forest (problems, links, ids); after a burst of edits, once
 # the files have been quiet this long.
@@ -106,7 +106,9 @@ class Watcher:
         self.behind_since: float | None = None  # the first event not applied yet
         self.error: str | None = None
         self.embedder: subprocess.Popen[bytes] | None = None
-        self.embed_again = False
+        self.embed_wanted = threading.Event()
+        self.embedding_thread = threading.Thread(target=self._embedding,
+                                                 name="memory-forest-embedding", daemon=True)
         self.stopped_by = ""
         self.service = Service(self.root, self.current, self.status, run_line)
         answer_locally(self.root, self.status)
@@ -120,6 +122,7 @@ class Watcher:
                     for signum in (signal.SIGTERM, signal.SIGINT)}
         try:
             self._clear_own_stale_lock()
+            self.embedding_thread.start()
             self.build("start", self.progress)
             self.service.start()
             self._save()
@@ -154,7 +157,6 @@ class Watcher:
                         self.build("retry")
                     elif time.time() - self.tried_at >= self.rescan:
                         self.build("rescan")
-                    self._reap_embedder()
                     if self.stop.is_set():
                         return
             except (OSError, RuntimeError) as exc:
@@ -266,38 +268,51 @@ class Watcher:
     # --- semantic embedding -----------------------------------------------------------------
 
     def _embed(self) -> None:
-        """Start the low-priority embedder when semantic ranking is on and some indexed
-        document has no vectors (one at a time). A writer's own index update leaves the
-        build nothing to add, so the vectors, not the build's counts, say what is missing."""
-        if not semantic.enabled(self.root) or \
-                semantic.coverage(self.forest)["state"] != "partial":
-            return
-        if self.embedder is not None:
-            self.embed_again = True
-            return
+        """Ask the embedding thread to look for documents without vectors. The look costs a
+        count over the whole index (most of a second at 100,000 documents), so it never
+        runs on the thread that takes the next batch of events."""
+        self.embed_wanted.set()
+
+    def _embedding(self) -> None:
+        """The embedding thread: when asked, and semantic ranking is on and some indexed
+        document has no vectors, run the low-priority embedder and wait for it. A writer's
+        own index update leaves the watcher nothing to count as added, so the vectors, not
+        a build's counts, say what is missing."""
+        while not self.stop.is_set():
+            if not self.embed_wanted.wait(TICK_MS / 1000):
+                continue
+            self.embed_wanted.clear()
+            try:
+                missing = semantic.enabled(self.root) and \
+                    semantic.coverage(Forest.open(self.root))["state"] == "partial"
+            except ForestError:
+                missing = False  # an index being replaced: the next build asks again
+            if missing and not self.stop.is_set():
+                self._run_embedder()
+
+    def _run_embedder(self) -> None:
         command = [sys.executable, "-m", "memory_forest", "index", os.fspath(self.root),
                    "--semantic", "--wait", str(int(LOCK_WAIT)), "--json"]
-        self.embedder = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
+        embedder = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
         # Lowered from here: a function run in the child before exec is unsafe beside threads.
         try:
-            os.setpriority(os.PRIO_PROCESS, self.embedder.pid, EMBED_NICE)
+            os.setpriority(os.PRIO_PROCESS, embedder.pid, EMBED_NICE)
         except OSError:
             pass  # it has already finished
-
-    def _reap_embedder(self) -> None:
-        if self.embedder is None or self.embedder.poll() is None:
-            return
+        self.embedder = embedder
+        if self.stop.is_set():  # stopped while it started: ``_stop_embedder`` missed it
+            embedder.terminate()
+        embedder.wait()
         self.embedder = None
-        if self.embed_again:
-            self.embed_again = False
-            self._embed()
 
     def _stop_embedder(self) -> None:
-        if self.embedder is not None:
-            self.embedder.terminate()  # it stops between batches and keeps what it committed
-            self.embedder.wait()
-            self.embedder = None
+        self.stop.set()
+        embedder = self.embedder
+        if embedder is not None:
+            embedder.terminate()  # it stops between batches and keeps what it committed
+        if self.embedding_thread.is_alive():
+            self.embedding_thread.join()
 
     # --- one watcher per forest --------------------------------------------------------------
 
