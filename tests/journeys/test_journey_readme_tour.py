@@ -2,7 +2,8 @@
 
 Every ``memory-forest ...`` line of the "A short tour" and "Agents" blocks
 runs in a real shell with HOME set to a temporary folder, so ``~/memory``
-is a fresh path and the hook lands in a throwaway ``~/.claude``. Only lines
+is a fresh path and the hook lands in a throwaway ``~/.claude``. ``watch`` runs in
+the background while the rest of the tour runs, and is stopped at its end. Only lines
 that install packages or need a host program (``claude``) are left out.
 """
 
@@ -11,14 +12,20 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 from conftest import REPO, console_script
 
+from memory_forest import warmsocket
+
 README = REPO / "README.md"
 # What a copied line may need that a test machine does not have: an index, a host program.
 SKIPPED = ("pip ", "pipx ", "claude ")
+# What runs until it is stopped: started in the background, stopped at the end of the tour.
+LONG_RUNNING = ("memory-forest watch ",)
 
 
 def sh_block(text: str, heading: str) -> list[str]:
@@ -72,9 +79,13 @@ def test_every_readme_command_runs_against_a_fresh_forest(tmp_path):
     env.pop("MEMORY_FOREST_ROOT", None)
     text = README.read_text(encoding="utf-8")
     commands = sh_block(text, "## A short tour") + sh_block(text, "## Agents")
-    ran = []
+    ran, watchers = [], []
     for command in commands:
         if command.startswith(SKIPPED):
+            continue
+        if command.startswith(LONG_RUNNING):  # runs until stopped: the rest of the tour runs
+            watchers.append(_started(command, env, home / "memory", tmp_path))  # beside it
+            ran.append(command)
             continue
         if re.search(r"\bID\b", command):  # the tour's placeholder for the proposal made above
             command = re.sub(r"\bID\b", _latest_proposal(env), command)
@@ -84,10 +95,29 @@ def test_every_readme_command_runs_against_a_fresh_forest(tmp_path):
         assert "Traceback" not in done.stderr, command
         ran.append(command)
     assert len(ran) >= 20, ran
+    for watcher in watchers:  # stopped as a service manager stops it
+        watcher.send_signal(signal.SIGTERM)
+        out, _ = watcher.communicate(timeout=60)
+        assert watcher.returncode == 0 and json.loads(out)["stopped_by"] == "SIGTERM", out
     # What the tour promised happened: the hook is installed, the site written.
     settings = json.loads((home / ".claude/settings.json").read_text(encoding="utf-8"))
     assert "UserPromptSubmit" in json.dumps(settings)
     assert (home / "memory-site").is_dir()
+
+
+def _started(command: str, env: dict[str, str], forest: Path, cwd: Path
+             ) -> subprocess.Popen:
+    """A long-running command in the background, once its forest's watcher is current."""
+    proc = subprocess.Popen(["bash", "-c", f"exec {command} --json"], env=env, cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        answer = warmsocket.request(str(forest), "status", b"")
+        if answer and b'"current": true' in answer:
+            return proc
+        assert proc.poll() is None, (command, proc.stdout.read() if proc.stdout else "")
+        time.sleep(0.1)
+    raise AssertionError(f"{command} never became current")
 
 
 def _latest_proposal(env: dict[str, str]) -> str:
