@@ -39,11 +39,12 @@ def main() -> None:
     argv = sys.argv[1:]
     root = _served_root(argv)
     if root is not None:
+        stdin = code = None
         try:  # the gate reads its turn from stdin, retrieve only a QueryPlan given as '-'
             stdin = sys.stdin.buffer.read() if argv[0] == "gate" or "-" in argv else None
+            code = forward(root, argv, stdin or b"")
         except (OSError, ValueError, AttributeError):
-            stdin = None
-        code = forward(root, argv, stdin or b"")
+            pass  # no stdin, no working directory, a garbled answer: it runs here instead
         if code is not None:
             sys.exit(code)
         if stdin is not None:  # read for the service: the command here reads it again
@@ -64,7 +65,7 @@ def forward(root: str, argv: list[str], stdin: bytes) -> int | None:
         return None
     status, _, rest = answer.partition(b"\n")
     fields = status.split(b" ")
-    if len(fields) != 3 or fields[0] != b"ok":
+    if len(fields) != 3 or fields[0] != b"ok" or not fields[2].isdigit():
         return None
     code, size = int(fields[1]), int(fields[2])
     sys.stdout.buffer.write(rest[:size])
