@@ -26,7 +26,6 @@ standard streams for one request captures that request's output only.
 from __future__ import annotations
 
 import io
-import json
 import os
 import socket
 import struct
@@ -39,6 +38,7 @@ from typing import Any
 
 from . import __version__, warmsocket
 from .gate import MAX_HOOK_BYTES
+from .jsonio import dumps
 from .statefiles import socket_path
 
 HEADER_BYTES = 64 * 1024  # the command line, working directory and package stamp
@@ -131,7 +131,7 @@ class Service:
         size = int(fields[2])
         header, body = rest[:size], rest[size:]
         if fields[1] == b"status":
-            return b"ok 0 0\n" + json.dumps(self.status()).encode("utf-8")
+            return b"ok 0 0\n" + dumps(self.status()).encode("utf-8")
         if fields[1] != b"run":
             return refusal("request_malformed")
         return self._run(header.decode("utf-8", "surrogateescape").split("\0"), body)
@@ -168,7 +168,7 @@ def log(record: dict[str, Any]) -> None:
     """One JSON line on file descriptor 2 (the journal under a service manager): the
     watcher's and the service's log. Never through ``sys.stderr``, which the service swaps
     while it answers a request."""
-    line = json.dumps({"at": round(time.time(), 3), **record}, ensure_ascii=False) + "\n"
+    line = dumps({"at": round(time.time(), 3), **record}) + "\n"
     try:
         os.write(2, line.encode("utf-8"))
     except OSError:

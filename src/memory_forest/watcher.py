@@ -196,23 +196,25 @@ class Watcher:
         if paths is None:
             self.build("change")
             return
+        if not paths:  # editor debris only: nothing the index holds changed
+            self.behind_since = None
+            return
         with self.current:
             self.tried_at = time.time()
             try:
                 with lock.held(self.root, "watch", wait=LOCK_WAIT):
-                    done = index.update_paths(self.forest, paths) if paths else None
+                    done = index.update_paths(self.forest, paths)
                 self.forest.forget_index()
             except ForestError:
                 done = None  # not readable as a document: the build judges it
             if done is not None:
                 self.behind_since, self.settle_at = None, time.time() + SETTLE_SECONDS
-        if done is None and paths:
+        if done is None:
             self.build("change")
             return
-        if done is not None:
-            log({"event": "applied", **{key: done[key] for key in (
-                "added", "changed", "deleted", "seconds")}})
-            self._embed()
+        log({"event": "applied", **{key: done[key] for key in (
+            "added", "changed", "deleted", "seconds")}})
+        self._embed()
 
     def _documents(self, changes: set[tuple[watchfiles.Change, str]]) -> set[str] | None:
         """The documents the events name (editor and tool debris left out), or None when
