@@ -113,7 +113,8 @@ def _started(command: str, env: dict[str, str], forest: Path, cwd: Path
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         answer = warmsocket.request(str(forest), "status", b"")
-        if answer and b'"current": true' in answer:
+        if answer and answer.startswith(b"ok ") and \
+                json.loads(answer.partition(b"\n")[2]).get("current"):
             return proc
         assert proc.poll() is None, (command, proc.stdout.read() if proc.stdout else "")
         time.sleep(0.1)
